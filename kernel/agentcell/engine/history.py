@@ -1,0 +1,115 @@
+"""Folds a thread's durable events into the provider-neutral message history.
+
+Consecutive events of one role merge into one message. Tool calls that never got a result (the turn was
+interrupted or the process died) are answered with an error result before the next user content, so the
+history sent to a provider is always well formed.
+"""
+
+from __future__ import annotations
+
+from ..events import (
+    AgentCustomToolUse,
+    AgentMessage,
+    AgentThinking,
+    AgentToolResult,
+    AgentToolUse,
+    Event,
+    ImageBlock,
+    SystemMessage,
+    TextBlock,
+    UserCustomToolResult,
+    UserMessage,
+)
+from ..providers.base import (
+    Message,
+    Part,
+    RedactedThinkingPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+
+__all__ = ["UNANSWERED_TOOL_CALL", "History"]
+
+UNANSWERED_TOOL_CALL = "the tool call was not answered (the turn was interrupted before it finished)"
+
+
+class History:
+    def __init__(self) -> None:
+        self._messages: list[tuple[str, list[Part]]] = []
+        self._call_ids: dict[str, str] = {}
+        self._open_calls: list[str] = []
+
+    def apply(self, event: Event) -> None:
+        match event:
+            case UserMessage():
+                self._user([_user_part(block) for block in event.content])
+            case SystemMessage():
+                self._user([TextPart(text=f"[system] {block.text}") for block in event.content])
+            case AgentThinking():
+                if event.redacted_data is not None:
+                    self._assistant(RedactedThinkingPart(data=event.redacted_data))
+                elif event.thinking or event.signature:
+                    self._assistant(ThinkingPart(thinking=event.thinking, signature=event.signature))
+            case AgentMessage():
+                for block in event.content:
+                    if isinstance(block, TextBlock) and block.text:
+                        self._assistant(TextPart(text=block.text))
+            case AgentToolUse() | AgentCustomToolUse():
+                self._call_ids[event.id] = event.call_id
+                self._open_calls.append(event.call_id)
+                self._assistant(ToolCallPart(id=event.call_id, name=event.name, input=event.input))
+            case AgentToolResult():
+                self._result(event.tool_use_id, list(event.content), event.is_error)
+            case UserCustomToolResult():
+                self._result(event.custom_tool_use_id, list(event.content), event.is_error)
+            case _:
+                pass
+
+    @property
+    def open_calls(self) -> list[str]:
+        """Provider call ids still waiting for a result."""
+        return list(self._open_calls)
+
+    def messages(self) -> list[Message]:
+        return [Message(role=role, content=list(parts)) for role, parts in self._messages]  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------------------------------
+
+    def _assistant(self, part: Part) -> None:
+        if self._messages and self._messages[-1][0] == "assistant":
+            self._messages[-1][1].append(part)
+        else:
+            self._messages.append(("assistant", [part]))
+
+    def _user(self, parts: list[Part]) -> None:
+        self._close_open_calls()
+        self._append_user(parts)
+
+    def _append_user(self, parts: list[Part]) -> None:
+        if not parts:
+            return
+        if self._messages and self._messages[-1][0] == "user":
+            self._messages[-1][1].extend(parts)
+        else:
+            self._messages.append(("user", parts))
+
+    def _close_open_calls(self) -> None:
+        if self._open_calls:
+            synthetic: list[Part] = [
+                ToolResultPart(call_id=call_id, content=[TextBlock(text=UNANSWERED_TOOL_CALL)], is_error=True)
+                for call_id in self._open_calls
+            ]
+            self._open_calls.clear()
+            self._append_user(synthetic)
+
+    def _result(self, tool_use_id: str, content: list[TextBlock | ImageBlock], is_error: bool) -> None:
+        call_id = self._call_ids.get(tool_use_id, tool_use_id)
+        if call_id in self._open_calls:
+            self._open_calls.remove(call_id)
+        self._append_user([ToolResultPart(call_id=call_id, content=content, is_error=is_error)])
+
+
+def _user_part(block: TextBlock | ImageBlock) -> Part:
+    return TextPart(text=block.text) if isinstance(block, TextBlock) else block

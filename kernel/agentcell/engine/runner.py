@@ -1,0 +1,438 @@
+"""The turn loop: build a request from the log, check the budget, stream, run tools, repeat.
+
+One :class:`TurnRunner` drives one thread of a session from its opening events to a stop reason. It
+emits previews while a response streams and the buffered events once the response is complete, so a
+failed attempt leaves no half-written content in the log: its previews are abandoned (the
+``span.model_request_end`` with ``is_error`` closes them) and a retry streams afresh. An interrupt keeps
+the text already shown as an ``agent.message`` marked ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..errors import (
+    ProviderAuthError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderProtocolError,
+)
+from ..events import (
+    AgentCustomToolUse,
+    AgentMessage,
+    AgentThinking,
+    AgentToolResult,
+    AgentToolUse,
+    BudgetReached,
+    ContentDelta,
+    EndTurn,
+    ErrorInfo,
+    ErrorStop,
+    EventDelta,
+    EventStart,
+    MaxTurns,
+    PreviewRef,
+    RequiresAction,
+    SessionError,
+    SpanModelRequestEnd,
+    SpanModelRequestStart,
+    StopReason,
+    TextBlock,
+)
+from ..ids import new_id
+from ..providers.base import (
+    BlockStart,
+    BlockStop,
+    ModelRequest,
+    ModelResponse,
+    RedactedThinkingPart,
+    ResponseAccumulator,
+    StreamEvent,
+    TextDelta,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolSchema,
+)
+from ..tools.base import ToolCall, ToolResult
+from ..usage import Pricing, Usage, worst_case_cost
+
+if TYPE_CHECKING:
+    from ..agents import Agent
+    from ..providers.registry import ResolvedModel
+    from ..sessions import Session
+
+__all__ = ["TurnRunner"]
+
+ENGINE_RETRIES = 2
+"""Retries of a request that failed after part of it was shown (the provider retries earlier failures)."""
+
+
+class TurnFailed(Exception):
+    """Internal: the turn cannot go on; the session.error event was already emitted."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass
+class _Block:
+    event_id: str
+    kind: str
+    text: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Attempt:
+    """What one streaming attempt has shown so far."""
+
+    blocks: dict[int, _Block] = field(default_factory=dict)
+    shown: bool = False
+
+
+class TurnRunner:
+    def __init__(self, session: Session, thread_id: str | None = None) -> None:
+        self.session = session
+        self.thread_id = thread_id
+        self._unanswered: dict[str, ToolCall] = {}
+        self._custom_pending: list[str] = []
+
+    # ------------------------------------------------------------------------------------------ loop
+
+    async def run(self) -> StopReason:
+        try:
+            return await self._loop()
+        except TurnFailed as failure:
+            return ErrorStop(message=failure.message)
+        except asyncio.CancelledError:
+            self._answer_unanswered("interrupted by the user before the tool finished")
+            raise
+
+    async def _loop(self) -> StopReason:
+        session = self.session
+        for _ in range(session.record.max_turns):
+            agent = session.agent
+            resolved = session.resolve_model()
+            offered = self._offered_tools(agent)
+            request = ModelRequest(
+                model=resolved.model,
+                system=agent.system,
+                messages=session.history(self.thread_id).messages(),
+                tools=offered,
+                settings=resolved.config.settings(),
+            )
+            pricing = resolved.provider.pricing(resolved.model)
+            worst = worst_case_cost(
+                pricing, resolved.provider.input_token_bound(request), request.settings.max_tokens
+            )
+            if not session.reserve_budget(worst):
+                return BudgetReached()
+            try:
+                response = await self._request(resolved, request)
+            finally:
+                session.release_budget(worst)
+
+            if response.tool_calls:
+                stop = await self._run_tools({t.name for t in offered})
+                if stop is not None:
+                    return stop
+                continue
+            if response.stop_reason == "pause_turn":
+                continue
+            if response.stop_reason == "refusal":
+                details = response.stop_details or {}
+                explanation = details.get("explanation") or details.get("category") or "no details given"
+                self._emit_error("refusal", f"the model declined to answer: {explanation}")
+            elif response.stop_reason == "model_context_window_exceeded":
+                message = "the conversation no longer fits the model's context window; start a new session"
+                self._emit_error("context_window_exceeded", message)
+                return ErrorStop(message=message)
+            return EndTurn()
+        return MaxTurns()
+
+    def _offered_tools(self, agent: Agent) -> list[ToolSchema]:
+        from ..agents import ToolFilter
+
+        schemas = self.session.tool_host.schemas(agent.id)
+        for spec in agent.tools:
+            if isinstance(spec, ToolFilter):
+                allow = set(spec.allow) if spec.allow is not None else None
+                deny = set(spec.deny)
+                schemas = [s for s in schemas if (allow is None or s.name in allow) and s.name not in deny]
+        names = {s.name for s in schemas}
+        custom = [
+            ToolSchema(name=t.name, description=t.description, input_schema=t.input_schema)
+            for t in agent.custom_tools
+            if t.name not in names
+        ]
+        return schemas + custom
+
+    # ------------------------------------------------------------------------------------------ requests
+
+    async def _request(self, resolved: ResolvedModel, request: ModelRequest) -> ModelResponse:
+        session = self.session
+        pricing = resolved.provider.pricing(resolved.model)
+        for attempt in range(ENGINE_RETRIES + 1):
+            start = session.make(SpanModelRequestStart, thread_id=self.thread_id, model=resolved.config.id)
+            session.emit(start)
+            accumulator = ResponseAccumulator()
+            state = _Attempt()
+            try:
+                async for event in resolved.provider.stream(request):
+                    accumulator.add(event)
+                    self._preview(event, state)
+                response = accumulator.finish()
+            except ProviderError as error:
+                usage = _priced(accumulator.usage, pricing)
+                session.emit(
+                    session.make(
+                        SpanModelRequestEnd,
+                        thread_id=self.thread_id,
+                        model_request_start_id=start.id,
+                        is_error=True,
+                        model_usage=usage,
+                    )
+                )
+                session.add_usage(usage, thread_id=self.thread_id)
+                retry = state.shown and error.retryable and attempt < ENGINE_RETRIES
+                self._emit_error(_error_type(error), str(error), "retrying" if retry else "terminal")
+                if not retry:
+                    raise TurnFailed(str(error)) from error
+                await asyncio.sleep(_backoff(attempt, error.retry_after))
+                continue
+            except asyncio.CancelledError:
+                self._keep_interrupted_text(state)
+                usage = _priced(_interrupted_usage(accumulator.usage, state, request), pricing)
+                session.emit(
+                    session.make(
+                        SpanModelRequestEnd,
+                        thread_id=self.thread_id,
+                        model_request_start_id=start.id,
+                        is_error=True,
+                        model_usage=usage,
+                    )
+                )
+                session.add_usage(usage, thread_id=self.thread_id)
+                raise
+            usage = _priced(response.usage, pricing)
+            self._commit(response, state)
+            session.emit(
+                session.make(
+                    SpanModelRequestEnd,
+                    thread_id=self.thread_id,
+                    model_request_start_id=start.id,
+                    model_usage=usage,
+                    stop_reason=response.stop_reason,
+                )
+            )
+            session.add_usage(usage, thread_id=self.thread_id)
+            return response
+        raise AssertionError("unreachable: the last attempt either returns or raises")
+
+    def _preview(self, event: StreamEvent, state: _Attempt) -> None:
+        session = self.session
+        match event:
+            case BlockStart(block=TextPart()):
+                block = _Block(new_id("sevt"), "agent.message")
+                state.blocks[event.index] = block
+                session.emit(EventStart(event=PreviewRef(type="agent.message", id=block.event_id), thread_id=self.thread_id))
+            case BlockStart(block=ThinkingPart() | RedactedThinkingPart()):
+                block = _Block(new_id("sevt"), "agent.thinking")
+                state.blocks[event.index] = block
+                session.emit(EventStart(event=PreviewRef(type="agent.thinking", id=block.event_id), thread_id=self.thread_id))
+                state.shown = True
+            case BlockStart(block=ToolCallPart()):
+                state.blocks[event.index] = _Block(new_id("sevt"), "agent.tool_use")
+            case TextDelta():
+                open_block = state.blocks.get(event.index)
+                if open_block is not None and event.text:
+                    open_block.text.append(event.text)
+                    state.shown = True
+                    session.emit(
+                        EventDelta(
+                            event_id=open_block.event_id,
+                            delta=ContentDelta(index=0, content=TextBlock(text=event.text)),
+                            thread_id=self.thread_id,
+                        )
+                    )
+            case BlockStop():
+                pass
+            case _:
+                pass
+
+    def _commit(self, response: ModelResponse, state: _Attempt) -> None:
+        """Emit the buffered events of a complete response, reusing each preview's id."""
+        session = self.session
+        custom = {t.name for t in session.agent.custom_tools}
+        ids = [state.blocks[i].event_id if i in state.blocks else new_id("sevt") for i in sorted(state.blocks)]
+        ids += [new_id("sevt") for _ in range(len(response.content) - len(ids))]
+        for event_id, part in zip(ids, response.content, strict=False):
+            match part:
+                case TextPart():
+                    session.emit(
+                        session.make(
+                            AgentMessage,
+                            id=event_id,
+                            thread_id=self.thread_id,
+                            content=[TextBlock(text=part.text)],
+                        )
+                    )
+                case ThinkingPart():
+                    session.emit(
+                        session.make(
+                            AgentThinking,
+                            id=event_id,
+                            thread_id=self.thread_id,
+                            thinking=part.thinking,
+                            signature=part.signature,
+                        )
+                    )
+                case RedactedThinkingPart():
+                    session.emit(
+                        session.make(AgentThinking, id=event_id, thread_id=self.thread_id, redacted_data=part.data)
+                    )
+                case ToolCallPart() if part.name in custom:
+                    self._custom_pending.append(event_id)
+                    session.emit(
+                        session.make(
+                            AgentCustomToolUse,
+                            id=event_id,
+                            thread_id=self.thread_id,
+                            call_id=part.id,
+                            name=part.name,
+                            input=part.input,
+                        )
+                    )
+                case ToolCallPart():
+                    session.emit(
+                        session.make(
+                            AgentToolUse,
+                            id=event_id,
+                            thread_id=self.thread_id,
+                            call_id=part.id,
+                            name=part.name,
+                            input=part.input,
+                        )
+                    )
+                    self._unanswered[event_id] = ToolCall(
+                        tool_use_id=event_id,
+                        call_id=part.id,
+                        name=part.name,
+                        input=part.input,
+                        scope=session.agent.id,
+                        session_id=session.id,
+                        thread_id=self.thread_id,
+                    )
+
+    def _keep_interrupted_text(self, state: _Attempt) -> None:
+        for index in sorted(state.blocks):
+            block = state.blocks[index]
+            text = "".join(block.text)
+            if block.kind == "agent.message" and text:
+                self.session.emit(
+                    self.session.make(
+                        AgentMessage,
+                        id=block.event_id,
+                        thread_id=self.thread_id,
+                        content=[TextBlock(text=text)],
+                        interrupted=True,
+                    )
+                )
+
+    # ------------------------------------------------------------------------------------------ tools
+
+    async def _run_tools(self, offered: set[str]) -> StopReason | None:
+        """Run the response's tool calls: consecutive parallel-safe calls together, others alone, results
+        recorded in call order. Custom tools are left for the client: the turn then requires action."""
+        host = self.session.tool_host
+        batch: list[ToolCall] = []
+        for call in list(self._unanswered.values()):
+            if call.name in offered and host.execution_mode(call) == "parallel":
+                batch.append(call)
+                continue
+            await self._run_batch(batch, offered)
+            batch = []
+            await self._run_batch([call], offered)
+        await self._run_batch(batch, offered)
+        if self._custom_pending:
+            pending, self._custom_pending = self._custom_pending, []
+            return RequiresAction(event_ids=pending)
+        return None
+
+    async def _run_batch(self, calls: list[ToolCall], offered: set[str]) -> None:
+        if not calls:
+            return
+        host = self.session.tool_host
+        approver = self.session.approver
+
+        async def one(call: ToolCall) -> ToolResult:
+            if call.name not in offered:
+                return ToolResult.error(f"no tool named {call.name!r} is available", "UNKNOWN_TOOL")
+            return await host.execute(call, approver=approver)
+
+        results = await asyncio.gather(*(one(call) for call in calls)) if len(calls) > 1 else [await one(calls[0])]
+        for call, result in zip(calls, results, strict=True):
+            self._answer(call, result)
+
+    def _answer(self, call: ToolCall, result: ToolResult) -> None:
+        self._unanswered.pop(call.tool_use_id, None)
+        self.session.emit(
+            self.session.make(
+                AgentToolResult,
+                thread_id=self.thread_id,
+                tool_use_id=call.tool_use_id,
+                content=result.content,
+                is_error=result.is_error,
+            )
+        )
+
+    def _answer_unanswered(self, reason: str) -> None:
+        for call in list(self._unanswered.values()):
+            self._answer(call, ToolResult.error(reason, "INTERRUPTED"))
+
+    # ------------------------------------------------------------------------------------------ errors
+
+    def _emit_error(self, error_type: str, message: str, retry_status: str = "terminal") -> None:
+        self.session.emit(
+            self.session.make(
+                SessionError,
+                thread_id=self.thread_id,
+                error=ErrorInfo(type=error_type, message=message, retry_status=retry_status),  # type: ignore[arg-type]
+            )
+        )
+
+
+def _priced(usage: Usage, pricing: Pricing) -> Usage:
+    return usage.model_copy(update={"list_cost": pricing(usage)})
+
+
+def _interrupted_usage(reported: Usage, state: _Attempt, request: ModelRequest) -> Usage:
+    """Usage of a request cut short: what the provider reported, with output at least what was shown."""
+    shown_chars = sum(len("".join(b.text)) for b in state.blocks.values())
+    output = max(reported.output_tokens, min(request.settings.max_tokens, math.ceil(shown_chars / 4)))
+    return reported.model_copy(update={"output_tokens": output})
+
+
+def _backoff(attempt: int, retry_after: float | None) -> float:
+    if retry_after is not None and 0 < retry_after <= 60:
+        return retry_after
+    return min(0.5 * 2**attempt, 8.0) * (1 - 0.25 * random.random())
+
+
+def _error_type(error: ProviderError) -> str:
+    if isinstance(error, ProviderAuthError):
+        return "authentication_error"
+    if isinstance(error, ProviderProtocolError):
+        return "protocol_error"
+    if isinstance(error, ProviderConnectionError):
+        return "model_connection_error"
+    if error.status_code == 429 or error.error_type == "rate_limit_error":
+        return "model_rate_limited_error"
+    if error.status_code == 529 or error.error_type == "overloaded_error":
+        return "model_overloaded_error"
+    return "model_request_failed_error"

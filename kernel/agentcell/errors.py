@@ -1,0 +1,155 @@
+"""The one exception tree of agentcell.
+
+Every error agentcell raises derives from :class:`AgentCellError`::
+
+    AgentCellError
+    ├── UserError                     the caller asked for something invalid; the message says what to do
+    │   ├── InvalidInputError         a value failed validation (too long, wrong shape, out of range)
+    │   ├── NotFoundError
+    │   │   ├── AgentNotFoundError
+    │   │   ├── AgentVersionNotFoundError
+    │   │   └── SessionNotFoundError
+    │   ├── SessionBusyError          a turn is already running in that session
+    │   ├── SessionTerminatedError    the session was terminated and takes no more input
+    │   └── ConfigurationError        no usable model/provider for the requested name
+    ├── StoreError                    the event store cannot be used
+    │   └── StoreVersionError         the database was written by a newer agentcell
+    └── ProviderError                 a model request failed (HTTP, protocol, local model)
+        ├── ProviderAuthError         401/403: the credential named in the message is missing or wrong
+        ├── ProviderStatusError       any other HTTP error status, with the API's own message
+        ├── ProviderConnectionError   the connection failed or was cut
+        └── ProviderProtocolError     the stream could not be understood (malformed data, bad order)
+
+User mistakes never lose recorded data: errors are raised before anything is appended.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AgentCellError",
+    "AgentNotFoundError",
+    "AgentVersionNotFoundError",
+    "ConfigurationError",
+    "InvalidInputError",
+    "NotFoundError",
+    "ProviderAuthError",
+    "ProviderConnectionError",
+    "ProviderError",
+    "ProviderProtocolError",
+    "ProviderStatusError",
+    "SessionBusyError",
+    "SessionNotFoundError",
+    "SessionTerminatedError",
+    "StoreError",
+    "StoreVersionError",
+    "UserError",
+]
+
+
+class AgentCellError(Exception):
+    """Root of every error raised by agentcell."""
+
+
+class UserError(AgentCellError):
+    """The caller asked for something that cannot be done; the message says how to fix it."""
+
+
+class InvalidInputError(UserError, ValueError):
+    """A value failed validation."""
+
+
+class NotFoundError(UserError, LookupError):
+    """A referenced object does not exist."""
+
+
+class AgentNotFoundError(NotFoundError):
+    def __init__(self, agent_id: str) -> None:
+        super().__init__(f"no agent with id {agent_id!r}; list agents with engine.agents.list()")
+        self.agent_id = agent_id
+
+
+class AgentVersionNotFoundError(NotFoundError):
+    def __init__(self, agent_id: str, version: int, latest: int) -> None:
+        super().__init__(
+            f"agent {agent_id!r} has no version {version}; versions run from 1 to {latest}"
+        )
+        self.agent_id = agent_id
+        self.version = version
+        self.latest = latest
+
+
+class SessionNotFoundError(NotFoundError):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"no session with id {session_id!r}; list sessions with engine.sessions.list()")
+        self.session_id = session_id
+
+
+class SessionBusyError(UserError):
+    """A turn is running; interrupt it or wait for it before sending another message."""
+
+
+class SessionTerminatedError(UserError):
+    """The session was terminated; create a new one."""
+
+
+class ConfigurationError(UserError):
+    """No provider can serve the requested model."""
+
+
+class StoreError(AgentCellError):
+    """The event store cannot be opened or written."""
+
+
+class StoreVersionError(StoreError):
+    def __init__(self, path: str, found: int, supported: int) -> None:
+        super().__init__(
+            f"the database {path} has schema version {found}, newer than this agentcell supports "
+            f"({supported}); upgrade agentcell, or point AGENTCELL_DB at another file. "
+            "The database was not modified."
+        )
+        self.path = path
+        self.found = found
+        self.supported = supported
+
+
+class ProviderError(AgentCellError):
+    """A model request failed.
+
+    ``retryable`` says whether sending the same request again may succeed; ``status_code`` is the HTTP
+    status when there was one; ``error_type`` is the API's own error type when it named one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        status_code: int | None = None,
+        error_type: str | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.retry_after = retry_after
+        """Seconds the server asked us to wait before retrying, when it said."""
+        self.provider = provider
+        self.status_code = status_code
+        self.error_type = error_type
+        self.retryable = retryable
+
+
+class ProviderAuthError(ProviderError):
+    """The credential was missing or refused. The message names the variable, never its value."""
+
+
+class ProviderStatusError(ProviderError):
+    """The API answered with an error status."""
+
+
+class ProviderConnectionError(ProviderError):
+    """The connection failed, timed out, or was cut mid-stream."""
+
+
+class ProviderProtocolError(ProviderError):
+    """The provider sent data that does not follow its protocol."""

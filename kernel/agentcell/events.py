@@ -1,0 +1,385 @@
+"""The event log's types: one discriminated union on ``type``, plus the ephemeral previews.
+
+Buffered events (the :data:`Event` union) are durable: the store appends every one of them, in order.
+Previews (:class:`EventStart`, :class:`EventDelta`) stream the content of a buffered event before it is
+complete; they are never stored, and the buffered event with the same id is authoritative.
+The ``type`` strings and field names are the wire format, pinned by a snapshot test.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_serializer
+from pydantic.functional_serializers import SerializerFunctionWrapHandler
+
+from .usage import Budget, Usage
+
+__all__ = [
+    "AgentCustomToolUse",
+    "AgentMessage",
+    "AgentThinking",
+    "AgentToolResult",
+    "AgentToolUse",
+    "BudgetReached",
+    "ContentBlock",
+    "ContentDelta",
+    "EndTurn",
+    "ErrorInfo",
+    "ErrorStop",
+    "Event",
+    "EventDelta",
+    "EventStart",
+    "FileRubric",
+    "ImageBlock",
+    "ImageSource",
+    "Interrupted",
+    "MaxTurns",
+    "Preview",
+    "PreviewRef",
+    "RequiresAction",
+    "SessionError",
+    "SessionStatusIdle",
+    "SessionStatusRunning",
+    "SessionStatusTerminated",
+    "SessionUpdated",
+    "SessionUsageEvent",
+    "SpanModelRequestEnd",
+    "SpanModelRequestStart",
+    "StopReason",
+    "StreamItem",
+    "SystemMessage",
+    "TextBlock",
+    "TextRubric",
+    "UserCustomToolResult",
+    "UserDefineOutcome",
+    "UserInterrupt",
+    "UserMessage",
+    "UserToolConfirmation",
+    "event_adapter",
+    "stream_item_adapter",
+    "utc_now",
+]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# ---------------------------------------------------------------------------------------------- content
+
+
+class TextBlock(_Model):
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImageSource(_Model):
+    type: Literal["base64"] = "base64"
+    media_type: str
+    data: str
+
+
+class ImageBlock(_Model):
+    type: Literal["image"] = "image"
+    source: ImageSource
+
+
+ContentBlock: TypeAlias = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
+
+
+# ---------------------------------------------------------------------------------------------- envelope
+
+
+class _EventBase(_Model):
+    id: str
+    created_at: datetime
+    session_id: str
+    thread_id: str | None = None
+    """The thread the event belongs to; ``None`` is the session's primary thread."""
+
+
+# ---------------------------------------------------------------------------------------------- user.*
+
+
+class UserMessage(_EventBase):
+    type: Literal["user.message"] = "user.message"
+    content: list[ContentBlock]
+
+
+class UserInterrupt(_EventBase):
+    type: Literal["user.interrupt"] = "user.interrupt"
+
+
+class UserToolConfirmation(_EventBase):
+    type: Literal["user.tool_confirmation"] = "user.tool_confirmation"
+    tool_use_id: str
+    result: Literal["allow", "deny"]
+    remember: Literal["once", "always"] = "once"
+    deny_message: str | None = None
+
+
+class UserCustomToolResult(_EventBase):
+    type: Literal["user.custom_tool_result"] = "user.custom_tool_result"
+    custom_tool_use_id: str
+    content: list[ContentBlock] = []
+    is_error: bool = False
+
+
+class TextRubric(_Model):
+    type: Literal["text"] = "text"
+    content: str
+
+
+class FileRubric(_Model):
+    type: Literal["file"] = "file"
+    path: str
+    """A file in the session's workspace."""
+
+
+class UserDefineOutcome(_EventBase):
+    type: Literal["user.define_outcome"] = "user.define_outcome"
+    outcome_id: str
+    description: str
+    rubric: Annotated[TextRubric | FileRubric, Field(discriminator="type")]
+    max_iterations: int = Field(default=3, ge=1, le=20)
+
+
+class SystemMessage(_EventBase):
+    type: Literal["system.message"] = "system.message"
+    content: list[TextBlock]
+
+
+# ---------------------------------------------------------------------------------------------- agent.*
+
+
+class AgentMessage(_EventBase):
+    type: Literal["agent.message"] = "agent.message"
+    content: list[ContentBlock]
+    interrupted: bool = False
+    """True when the turn was interrupted while this message streamed: the content is what arrived."""
+
+
+class AgentThinking(_EventBase):
+    type: Literal["agent.thinking"] = "agent.thinking"
+    thinking: str = ""
+    signature: str | None = None
+    """Opaque provider signature; sent back with the thinking on the next request."""
+    redacted_data: str | None = None
+    """Set instead of ``thinking`` for a redacted thinking block; passed back untouched."""
+
+
+class AgentToolUse(_EventBase):
+    type: Literal["agent.tool_use"] = "agent.tool_use"
+    call_id: str
+    """The provider's id for this call (sent back with the result)."""
+    name: str
+    input: dict[str, Any]
+    evaluated_permission: Literal["allow", "ask", "deny"] | None = None
+
+
+class AgentToolResult(_EventBase):
+    type: Literal["agent.tool_result"] = "agent.tool_result"
+    tool_use_id: str
+    """The id of the ``agent.tool_use`` event this result answers."""
+    content: list[ContentBlock] = []
+    is_error: bool = False
+
+
+class AgentCustomToolUse(_EventBase):
+    type: Literal["agent.custom_tool_use"] = "agent.custom_tool_use"
+    call_id: str
+    name: str
+    input: dict[str, Any]
+
+
+# ---------------------------------------------------------------------------------------------- session.*
+
+
+class EndTurn(_Model):
+    type: Literal["end_turn"] = "end_turn"
+
+
+class RequiresAction(_Model):
+    type: Literal["requires_action"] = "requires_action"
+    event_ids: list[str]
+    """The events waiting for an answer (``agent.custom_tool_use`` or tool uses awaiting confirmation)."""
+
+
+class BudgetReached(_Model):
+    type: Literal["budget_reached"] = "budget_reached"
+
+
+class MaxTurns(_Model):
+    type: Literal["max_turns"] = "max_turns"
+
+
+class Interrupted(_Model):
+    type: Literal["interrupted"] = "interrupted"
+
+
+class ErrorStop(_Model):
+    type: Literal["error"] = "error"
+    message: str
+
+
+StopReason: TypeAlias = Annotated[
+    EndTurn | RequiresAction | BudgetReached | MaxTurns | Interrupted | ErrorStop,
+    Field(discriminator="type"),
+]
+
+
+class SessionStatusRunning(_EventBase):
+    type: Literal["session.status_running"] = "session.status_running"
+
+
+class SessionStatusIdle(_EventBase):
+    type: Literal["session.status_idle"] = "session.status_idle"
+    stop_reason: StopReason
+
+
+class SessionStatusTerminated(_EventBase):
+    type: Literal["session.status_terminated"] = "session.status_terminated"
+
+
+class ErrorInfo(_Model):
+    type: str
+    """``model_request_failed_error``, ``model_rate_limited_error``, ``model_overloaded_error``,
+    ``authentication_error``, ``protocol_error``, ``unknown_error``..."""
+    message: str
+    retry_status: Literal["retrying", "exhausted", "terminal"] = "terminal"
+
+
+class SessionError(_EventBase):
+    type: Literal["session.error"] = "session.error"
+    error: ErrorInfo
+
+
+class SessionUpdated(_EventBase):
+    """What an update changed. A field is present only when the update changed it; ``budget`` is present
+    and null when the update removed the budget."""
+
+    type: Literal["session.updated"] = "session.updated"
+    agent: dict[str, Any] | None = None
+    """The full effective agent snapshot, present only when tools or MCP servers changed."""
+    budget: Budget | None = None
+    metadata: dict[str, str] | None = None
+    title: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _only_changed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for key in ("agent", "budget", "metadata", "title"):
+            if key not in self.model_fields_set:
+                data.pop(key, None)
+        return data
+
+
+class SessionUsageEvent(_EventBase):
+    """The session's cumulative usage and its budget at this moment."""
+
+    type: Literal["session.usage"] = "session.usage"
+    usage: Usage
+    budget: Budget | None = None
+
+
+class SpanModelRequestStart(_EventBase):
+    type: Literal["span.model_request_start"] = "span.model_request_start"
+    model: str
+
+
+class SpanModelRequestEnd(_EventBase):
+    type: Literal["span.model_request_end"] = "span.model_request_end"
+    model_request_start_id: str
+    is_error: bool = False
+    model_usage: Usage
+    stop_reason: str | None = None
+    """The provider's stop reason (end_turn, tool_use, max_tokens, pause_turn, refusal...)."""
+
+
+Event: TypeAlias = Annotated[
+    UserMessage
+    | UserInterrupt
+    | UserToolConfirmation
+    | UserCustomToolResult
+    | UserDefineOutcome
+    | SystemMessage
+    | AgentMessage
+    | AgentThinking
+    | AgentToolUse
+    | AgentToolResult
+    | AgentCustomToolUse
+    | SessionStatusRunning
+    | SessionStatusIdle
+    | SessionStatusTerminated
+    | SessionError
+    | SessionUpdated
+    | SessionUsageEvent
+    | SpanModelRequestStart
+    | SpanModelRequestEnd,
+    Field(discriminator="type"),
+]
+
+# ---------------------------------------------------------------------------------------------- previews
+
+
+class PreviewRef(_Model):
+    type: Literal["agent.message", "agent.thinking"]
+    id: str
+
+
+class EventStart(_Model):
+    """A buffered event with this id has begun; ``agent.thinking`` previews are start-only."""
+
+    type: Literal["event_start"] = "event_start"
+    event: PreviewRef
+    thread_id: str | None = None
+
+
+class ContentDelta(_Model):
+    type: Literal["content_delta"] = "content_delta"
+    index: int = Field(ge=0)
+    """Entry of the content array: append to it if it exists, else insert this content as the entry."""
+    content: ContentBlock
+
+
+class EventDelta(_Model):
+    type: Literal["event_delta"] = "event_delta"
+    event_id: str
+    delta: ContentDelta
+    thread_id: str | None = None
+
+
+Preview: TypeAlias = Annotated[EventStart | EventDelta, Field(discriminator="type")]
+StreamItem: TypeAlias = Annotated[
+    UserMessage
+    | UserInterrupt
+    | UserToolConfirmation
+    | UserCustomToolResult
+    | UserDefineOutcome
+    | SystemMessage
+    | AgentMessage
+    | AgentThinking
+    | AgentToolUse
+    | AgentToolResult
+    | AgentCustomToolUse
+    | SessionStatusRunning
+    | SessionStatusIdle
+    | SessionStatusTerminated
+    | SessionError
+    | SessionUpdated
+    | SessionUsageEvent
+    | SpanModelRequestStart
+    | SpanModelRequestEnd
+    | EventStart
+    | EventDelta,
+    Field(discriminator="type"),
+]
+
+event_adapter: TypeAdapter[Event] = TypeAdapter(Event)
+stream_item_adapter: TypeAdapter[StreamItem] = TypeAdapter(StreamItem)

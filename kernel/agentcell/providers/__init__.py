@@ -1,0 +1,1 @@
+"""Model providers: the provider-neutral types, the registry, and the implementations."""

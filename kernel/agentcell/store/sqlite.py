@@ -1,0 +1,283 @@
+"""The embedded SQLite store (stdlib sqlite3, WAL).
+
+Each append is its own committed transaction in WAL mode with ``synchronous=NORMAL``: a committed event
+survives the process being killed at any moment (the WAL is in the OS's hands once the commit returns);
+after a power loss the last few commits may roll back, but the database stays consistent. Events are
+append-only, enforced by triggers. ``PRAGMA user_version`` holds the schema version, and a database
+written by a newer agentcell is refused before anything touches it.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import sys
+import threading
+from collections.abc import Collection, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import StoreError, StoreVersionError
+from ..events import event_adapter
+from .base import SessionRecord
+
+if TYPE_CHECKING:
+    from ..agents import Agent
+    from ..events import Event
+
+__all__ = ["SCHEMA_VERSION", "SQLiteStore", "default_db_path"]
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS agent_versions (
+    agent_id   TEXT    NOT NULL,
+    version    INTEGER NOT NULL,
+    body       TEXT    NOT NULL,
+    PRIMARY KEY (agent_id, version)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS sessions (
+    id         TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    body       TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    seq        INTEGER PRIMARY KEY,
+    id         TEXT NOT NULL UNIQUE,
+    session_id TEXT NOT NULL,
+    type       TEXT NOT NULL,
+    body       TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_session ON events (session_id, seq);
+CREATE INDEX IF NOT EXISTS events_by_type ON events (session_id, type, seq);
+CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
+    BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS events_no_delete BEFORE DELETE ON events
+    BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
+CREATE TABLE IF NOT EXISTS kv (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+"""
+
+
+def _jupyter_data_dir() -> Path:
+    # The same places jupyter_core uses, without importing Jupyter into the engine.
+    if env := os.environ.get("JUPYTER_DATA_DIR"):
+        return Path(env)
+    home = Path.home()
+    if sys.platform == "darwin":
+        return home / "Library" / "Jupyter"
+    if os.name == "nt":
+        appdata = os.environ.get("APPDATA")
+        return Path(appdata) / "jupyter" if appdata else home / ".jupyter" / "data"
+    xdg = os.environ.get("XDG_DATA_HOME")
+    return (Path(xdg) if xdg else home / ".local" / "share") / "jupyter"
+
+
+def default_db_path() -> Path:
+    """``$AGENTCELL_DB``, else ``<jupyter data dir>/agentcell/agentcell.db``."""
+    if env := os.environ.get("AGENTCELL_DB"):
+        return Path(env).expanduser()
+    return _jupyter_data_dir() / "agentcell" / "agentcell.db"
+
+
+def _read_schema_version(path: Path) -> int:
+    """Read the version without writing anything (not even the WAL switch)."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(
+            f"{path} is not an agentcell database ({exc}); point AGENTCELL_DB at another file"
+        ) from exc
+
+
+class SQLiteStore:
+    """A Store in one SQLite file. Thread-safe; several processes may share the file."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self._path = Path(path) if path is not None else default_db_path()
+        if self._path.exists():
+            found = _read_schema_version(self._path)
+            if found > SCHEMA_VERSION:
+                raise StoreVersionError(str(self._path), found, SCHEMA_VERSION)
+        else:
+            try:
+                self._path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(f"cannot create the directory for {self._path}: {exc}") from exc
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.execute("PRAGMA busy_timeout=10000")
+            with self._transaction():
+                for statement in _SCHEMA.split(";\n"):
+                    if statement.strip():
+                        self._conn.execute(statement)
+                self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open the database {self._path}: {exc}") from exc
+
+    # ------------------------------------------------------------------------------------------ plumbing
+
+    @property
+    def location(self) -> str:
+        return str(self._path)
+
+    class _Tx:
+        def __init__(self, store: SQLiteStore) -> None:
+            self.store = store
+
+        def __enter__(self) -> sqlite3.Connection:
+            self.store._lock.acquire()
+            self.store._conn.execute("BEGIN IMMEDIATE")
+            return self.store._conn
+
+        def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+            try:
+                self.store._conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+            finally:
+                self.store._lock.release()
+
+    def _transaction(self) -> SQLiteStore._Tx:
+        return SQLiteStore._Tx(self)
+
+    def _query(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[str, ...]]:
+        with self._lock:
+            return self._conn.execute(sql, params).fetchall()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    # ------------------------------------------------------------------------------------------ agents
+
+    def put_agent_version(self, agent: Agent) -> None:
+        try:
+            with self._transaction() as conn:
+                conn.execute(
+                    "INSERT INTO agent_versions (agent_id, version, body) VALUES (?, ?, ?)",
+                    (agent.id, agent.version, agent.model_dump_json()),
+                )
+        except sqlite3.IntegrityError as exc:
+            raise StoreError(
+                f"agent {agent.id} version {agent.version} already exists; versions are immutable"
+            ) from exc
+
+    def get_agent_version(self, agent_id: str, version: int | None) -> Agent | None:
+        from ..agents import Agent
+
+        if version is None:
+            rows = self._query(
+                "SELECT body FROM agent_versions WHERE agent_id = ? ORDER BY version DESC LIMIT 1", (agent_id,)
+            )
+        else:
+            rows = self._query(
+                "SELECT body FROM agent_versions WHERE agent_id = ? AND version = ?", (agent_id, version)
+            )
+        return Agent.model_validate_json(rows[0][0]) if rows else None
+
+    def list_agents(self) -> list[Agent]:
+        from ..agents import Agent
+
+        rows = self._query(
+            "SELECT body FROM agent_versions AS a WHERE version = "
+            "(SELECT MAX(version) FROM agent_versions WHERE agent_id = a.agent_id) ORDER BY agent_id"
+        )
+        return [Agent.model_validate_json(body) for (body,) in rows]
+
+    def list_agent_versions(self, agent_id: str) -> list[Agent]:
+        from ..agents import Agent
+
+        rows = self._query("SELECT body FROM agent_versions WHERE agent_id = ? ORDER BY version", (agent_id,))
+        return [Agent.model_validate_json(body) for (body,) in rows]
+
+    # ------------------------------------------------------------------------------------------ sessions
+
+    def put_session(self, record: SessionRecord, event: Event | None = None) -> None:
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO sessions (id, created_at, body) VALUES (?, ?, ?) "
+                "ON CONFLICT (id) DO UPDATE SET body = excluded.body",
+                (record.id, record.created_at.isoformat(), record.model_dump_json()),
+            )
+            if event is not None:
+                self._insert_event(conn, event)
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        rows = self._query("SELECT body FROM sessions WHERE id = ?", (session_id,))
+        return SessionRecord.model_validate_json(rows[0][0]) if rows else None
+
+    def list_sessions(self) -> list[SessionRecord]:
+        rows = self._query("SELECT body FROM sessions ORDER BY created_at, id")
+        return [SessionRecord.model_validate_json(body) for (body,) in rows]
+
+    # ------------------------------------------------------------------------------------------ events
+
+    @staticmethod
+    def _insert_event(conn: sqlite3.Connection, event: Event) -> None:
+        conn.execute(
+            "INSERT INTO events (id, session_id, type, body) VALUES (?, ?, ?, ?)",
+            (event.id, event.session_id, event.type, event.model_dump_json()),
+        )
+
+    def append(self, event: Event) -> None:
+        body = event.model_dump_json()
+        with self._lock:
+            # One autocommit statement is one transaction: durable once execute() returns.
+            self._conn.execute(
+                "INSERT INTO events (id, session_id, type, body) VALUES (?, ?, ?, ?)",
+                (event.id, event.session_id, event.type, body),
+            )
+
+    def events(
+        self, session_id: str, *, types: Collection[str] | None = None, after_id: str | None = None
+    ) -> Iterator[Event]:
+        sql = "SELECT body FROM events WHERE session_id = ?"
+        params: list[object] = [session_id]
+        if types is not None:
+            types = list(types)
+            sql += f" AND type IN ({', '.join('?' * len(types))})"
+            params.extend(types)
+        if after_id is not None:
+            sql += " AND seq > (SELECT seq FROM events WHERE id = ?)"
+            params.append(after_id)
+        rows = self._query(sql + " ORDER BY seq", tuple(params))
+        return (event_adapter.validate_json(body) for (body,) in rows)
+
+    def last_event(self, session_id: str, event_type: str | None) -> Event | None:
+        if event_type is None:
+            rows = self._query(
+                "SELECT body FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (session_id,)
+            )
+        else:
+            rows = self._query(
+                "SELECT body FROM events WHERE session_id = ? AND type = ? ORDER BY seq DESC LIMIT 1",
+                (session_id, event_type),
+            )
+        return event_adapter.validate_json(rows[0][0]) if rows else None
+
+    def count_events(self, session_id: str) -> int:
+        return int(self._query("SELECT COUNT(*) FROM events WHERE session_id = ?", (session_id,))[0][0])
+
+    # ------------------------------------------------------------------------------------------ settings
+
+    def get_value(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM kv WHERE key = ?", (key,))
+        return rows[0][0] if rows else None
+
+    def set_value(self, key: str, value: str | None) -> None:
+        with self._transaction() as conn:
+            if value is None:
+                conn.execute("DELETE FROM kv WHERE key = ?", (key,))
+            else:
+                conn.execute(
+                    "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    (key, value),
+                )

@@ -1,0 +1,1 @@
+"""Tools: the interface the turn loop uses and the hosts that implement it."""

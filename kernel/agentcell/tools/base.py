@@ -1,0 +1,75 @@
+"""The interface between the turn loop and tools.
+
+The runner hands each model tool call to a :class:`ToolHost` as a :class:`ToolCall` and records the
+:class:`ToolResult` it returns. A host never raises for a failing tool: failures are results with
+``is_error`` set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+from ..events import ContentBlock, TextBlock
+from ..providers.base import ToolSchema
+
+__all__ = ["ApprovalRequest", "Approver", "ExecutionMode", "ToolCall", "ToolHost", "ToolResult"]
+
+ExecutionMode = Literal["parallel", "exclusive"]
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tool_use_id: str
+    """The id of the ``agent.tool_use`` event."""
+    call_id: str
+    """The provider's id of the call."""
+    name: str
+    input: dict[str, Any]
+    scope: str | None = None
+    """The agent scope the call is made in (the agent id); None is the global view."""
+    session_id: str = ""
+    thread_id: str | None = None
+
+
+class ToolResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    content: list[ContentBlock] = []
+    is_error: bool = False
+    error_code: str | None = None
+    """A stable code for failures the pipeline produced (``UNKNOWN_TOOL``, ``DENIED``, ``TOOL_FAILED``...)."""
+
+    @classmethod
+    def text(cls, text: str) -> ToolResult:
+        return cls(content=[TextBlock(text=text)])
+
+    @classmethod
+    def error(cls, message: str, code: str = "TOOL_FAILED") -> ToolResult:
+        return cls(content=[TextBlock(text=message)], is_error=True, error_code=code)
+
+
+class ApprovalRequest(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    call: ToolCall
+    reason: str
+
+
+Approver = Callable[[ApprovalRequest], Awaitable[bool]]
+"""Asks the user; resolves to True to allow the call."""
+
+
+@runtime_checkable
+class ToolHost(Protocol):
+    def schemas(self, scope: str | None = None) -> list[ToolSchema]:
+        """The tools the model sees in ``scope``."""
+
+    def execution_mode(self, call: ToolCall) -> ExecutionMode:
+        """``parallel`` only when the tool is declared safe to run beside others."""
+
+    async def execute(self, call: ToolCall, *, approver: Approver | None = None) -> ToolResult:
+        """Run the call through the pipeline; never raises for tool failures."""

@@ -1,0 +1,158 @@
+"""Token usage, list cost and budgets.
+
+Money is :class:`~decimal.Decimal` in US dollars, tokens are ints. ``input_tokens`` follows the Anthropic
+convention: it excludes tokens read from or written to the prompt cache, which are counted apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
+
+__all__ = [
+    "FREE",
+    "Budget",
+    "CacheCreation",
+    "Money",
+    "Pricing",
+    "ServerToolUse",
+    "Usage",
+    "flat_pricing",
+    "worst_case_cost",
+]
+
+# Decimals travel as strings so no float ever touches money.
+Money = Annotated[Decimal, PlainSerializer(lambda d: str(d), return_type=str, when_used="json")]
+Count = Annotated[int, Field(ge=0)]
+_ZERO = Decimal(0)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CacheCreation(_Frozen):
+    """Tokens written to the prompt cache, by time to live."""
+
+    ephemeral_5m_input_tokens: Count = 0
+    ephemeral_1h_input_tokens: Count = 0
+
+    def __add__(self, other: CacheCreation) -> CacheCreation:
+        return CacheCreation(
+            ephemeral_5m_input_tokens=self.ephemeral_5m_input_tokens + other.ephemeral_5m_input_tokens,
+            ephemeral_1h_input_tokens=self.ephemeral_1h_input_tokens + other.ephemeral_1h_input_tokens,
+        )
+
+
+class ServerToolUse(_Frozen):
+    """Tools the provider ran on its side."""
+
+    web_search_requests: Count = 0
+    web_fetch_requests: Count = 0
+
+    def __add__(self, other: ServerToolUse) -> ServerToolUse:
+        return ServerToolUse(
+            web_search_requests=self.web_search_requests + other.web_search_requests,
+            web_fetch_requests=self.web_fetch_requests + other.web_fetch_requests,
+        )
+
+
+class Usage(_Frozen):
+    """Usage of one model request, or the sum over many (``a + b``)."""
+
+    input_tokens: Count = 0
+    output_tokens: Count = 0
+    cache_read_input_tokens: Count = 0
+    cache_creation: CacheCreation = CacheCreation()
+    server_tool_use: ServerToolUse = ServerToolUse()
+    list_cost: Money = _ZERO
+    """List cost in USD at public list prices, whatever discount the account has."""
+
+    @property
+    def cache_creation_input_tokens(self) -> int:
+        return self.cache_creation.ephemeral_5m_input_tokens + self.cache_creation.ephemeral_1h_input_tokens
+
+    @property
+    def total_input_tokens(self) -> int:
+        return self.input_tokens + self.cache_read_input_tokens + self.cache_creation_input_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            cache_creation=self.cache_creation + other.cache_creation,
+            server_tool_use=self.server_tool_use + other.server_tool_use,
+            list_cost=self.list_cost + other.list_cost,
+        )
+
+
+Pricing = Callable[[Usage], Decimal]
+"""Maps the tokens of a usage to its list cost in USD (the ``list_cost`` field of the input is ignored)."""
+
+_PER_MTOK = Decimal(1_000_000)
+
+
+def flat_pricing(
+    input_mtok: Decimal | str | int,
+    output_mtok: Decimal | str | int,
+    *,
+    cache_read_mtok: Decimal | str | int | None = None,
+    cache_write_5m_mtok: Decimal | str | int | None = None,
+    cache_write_1h_mtok: Decimal | str | int | None = None,
+    web_search_k: Decimal | str | int = 0,
+) -> Pricing:
+    """Prices per million tokens, without tiers. Cache prices default to Anthropic's ratios of the input price."""
+    p_in = Decimal(input_mtok)
+    p_out = Decimal(output_mtok)
+    p_read = Decimal(cache_read_mtok) if cache_read_mtok is not None else p_in / 10
+    p_5m = Decimal(cache_write_5m_mtok) if cache_write_5m_mtok is not None else p_in * Decimal("1.25")
+    p_1h = Decimal(cache_write_1h_mtok) if cache_write_1h_mtok is not None else p_in * 2
+    p_search = Decimal(web_search_k) / 1000
+
+    def price(usage: Usage) -> Decimal:
+        tokens = (
+            usage.input_tokens * p_in
+            + usage.output_tokens * p_out
+            + usage.cache_read_input_tokens * p_read
+            + usage.cache_creation.ephemeral_5m_input_tokens * p_5m
+            + usage.cache_creation.ephemeral_1h_input_tokens * p_1h
+        )
+        return tokens / _PER_MTOK + usage.server_tool_use.web_search_requests * p_search
+
+    return price
+
+
+FREE: Pricing = flat_pricing(0, 0)
+
+
+def worst_case_cost(pricing: Pricing, input_tokens: int, max_output_tokens: int) -> Decimal:
+    """The most a request can cost when its input is at most ``input_tokens`` and its output at most
+    ``max_output_tokens``: every input token is priced at the dearest way it may be billed (plain, or as a
+    5-minute or 1-hour cache write)."""
+    shapes = (
+        Usage(input_tokens=input_tokens, output_tokens=max_output_tokens),
+        Usage(
+            output_tokens=max_output_tokens,
+            cache_creation=CacheCreation(ephemeral_5m_input_tokens=input_tokens),
+        ),
+        Usage(
+            output_tokens=max_output_tokens,
+            cache_creation=CacheCreation(ephemeral_1h_input_tokens=input_tokens),
+        ),
+    )
+    return max(pricing(shape) for shape in shapes)
+
+
+class Budget(_Frozen):
+    """The most a session may spend, as list cost in USD. It fires at or before the real charge."""
+
+    type: Literal["limit"] = "limit"
+    max_list_cost: Money = Field(gt=0)
+    currency: Literal["USD"] = "USD"
+
+    def remaining(self, spent: Decimal) -> Decimal:
+        return max(_ZERO, self.max_list_cost - spent)
