@@ -82,6 +82,7 @@ __all__ = [
     "SessionNotFoundError",
     "SessionStats",
     "SessionTerminatedError",
+    "Store",
     "StoreError",
     "StoreVersionError",
     "StreamItem",

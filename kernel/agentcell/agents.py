@@ -7,6 +7,7 @@ one to keep it, pass ``[]`` to clear it. ``system`` takes up to 100,000 characte
 
 from __future__ import annotations
 
+import builtins
 import enum
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
@@ -183,8 +184,8 @@ class AgentsAPI:
         *,
         name: str | _Unset = UNSET,
         model: str | ModelConfig | dict[str, Any] | _Unset = UNSET,
-        system: str | None | _Unset = UNSET,
-        description: str | None | _Unset = UNSET,
+        system: str | _Unset | None = UNSET,
+        description: str | _Unset | None = UNSET,
         tools: list[ToolSpec] | list[dict[str, Any]] | _Unset = UNSET,
         mcp_servers: list[McpServer] | list[dict[str, Any]] | _Unset = UNSET,
         skills: list[str] | _Unset = UNSET,
@@ -231,7 +232,7 @@ class AgentsAPI:
         """The latest version of every agent, oldest agent first."""
         return self._store.list_agents()
 
-    def versions(self, agent_id: str) -> list[Agent]:
+    def versions(self, agent_id: str) -> builtins.list[Agent]:
         versions = self._store.list_agent_versions(agent_id)
         if not versions:
             raise AgentNotFoundError(agent_id)

@@ -31,13 +31,17 @@ def _demo(args: argparse.Namespace) -> int:
         print("> hello")
         result = session.send_sync("hello")
         print(result.text)
-        print(f"stop: {result.stop_reason.type}; usage: {session.usage.input_tokens} in / "
-              f"{session.usage.output_tokens} out, list cost ${session.usage.list_cost:.6f}")
+        print(
+            f"stop: {result.stop_reason.type}; usage: {session.usage.input_tokens} in / "
+            f"{session.usage.output_tokens} out, list cost ${session.usage.list_cost:.6f}"
+        )
         print("events:", ", ".join(e.type for e in session.events()))
     with Engine(db) as engine:
         reopened = engine.sessions.get(session.id)
-        print(f"reopened from the store: {len(reopened.events())} events, "
-              f"list cost ${reopened.usage.list_cost:.6f}")
+        print(
+            f"reopened from the store: {len(reopened.events())} events, "
+            f"list cost ${reopened.usage.list_cost:.6f}"
+        )
     return 0
 
 

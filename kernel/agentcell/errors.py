@@ -70,9 +70,7 @@ class AgentNotFoundError(NotFoundError):
 
 class AgentVersionNotFoundError(NotFoundError):
     def __init__(self, agent_id: str, version: int, latest: int) -> None:
-        super().__init__(
-            f"agent {agent_id!r} has no version {version}; versions run from 1 to {latest}"
-        )
+        super().__init__(f"agent {agent_id!r} has no version {version}; versions run from 1 to {latest}")
         self.agent_id = agent_id
         self.version = version
         self.latest = latest

@@ -30,7 +30,7 @@ def _encode(value: int, length: int) -> str:
 
 def new_id(prefix: str) -> str:
     """Return a new id such as ``sevt_01JD...``; later calls in this process sort after earlier ones."""
-    global _last_ms, _last_random
+    global _last_ms, _last_random  # noqa: PLW0603 - process-wide monotonic state
     with _lock:
         now_ms = time.time_ns() // 1_000_000
         if now_ms <= _last_ms:

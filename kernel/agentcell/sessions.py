@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from ._validation import check_metadata, validated
 from .agents import UNSET, Agent, _Unset
-from .engine.history import History
+from .engine.history import HISTORY_EVENT_TYPES, History
 from .engine.runner import TurnRunner
 from .engine.stats import Transition, active_seconds
 from .errors import InvalidInputError, SessionBusyError, SessionNotFoundError, SessionTerminatedError
@@ -227,7 +227,7 @@ class Session:
         history = self._histories.get(thread_id)
         if history is None:
             history = History()
-            for event in self._engine.store.events(self.id):
+            for event in self._engine.store.events(self.id, types=HISTORY_EVENT_TYPES):
                 if event.thread_id == thread_id:
                     history.apply(event)
             self._histories[thread_id] = history
@@ -275,7 +275,10 @@ class Session:
         """Hold ``worst_case`` of the budget for a request; False when it does not fit what remains."""
         budget = self.budget
         with self._lock:
-            if budget is not None and self.usage.list_cost + self._reserved + worst_case > budget.max_list_cost:
+            if (
+                budget is not None
+                and self.usage.list_cost + self._reserved + worst_case > budget.max_list_cost
+            ):
                 return False
             self._reserved += worst_case
             return True
@@ -316,16 +319,22 @@ class Session:
 
     def _pending_custom_tool_uses(self) -> set[str]:
         last_idle = self._engine.store.last_event(self.id, "session.status_idle")
-        if not isinstance(last_idle, SessionStatusIdle) or not isinstance(last_idle.stop_reason, RequiresAction):
+        if not isinstance(last_idle, SessionStatusIdle) or not isinstance(
+            last_idle.stop_reason, RequiresAction
+        ):
             return set()
         answered = {
             e.custom_tool_use_id
-            for e in self._engine.store.events(self.id, types=("user.custom_tool_result",), after_id=last_idle.id)
+            for e in self._engine.store.events(
+                self.id, types=("user.custom_tool_result",), after_id=last_idle.id
+            )
             if isinstance(e, UserCustomToolResult)
         }
         return set(last_idle.stop_reason.event_ids) - answered
 
-    async def send(self, message: str | Sequence[ContentBlock] | CustomToolResult) -> AsyncIterator[StreamItem]:
+    async def send(
+        self, message: str | Sequence[ContentBlock] | CustomToolResult
+    ) -> AsyncIterator[StreamItem]:
         """Run one turn, yielding its previews and buffered events in order until ``session.status_idle``.
 
         Closing the iterator early (or cancelling the task that iterates) interrupts the turn.
@@ -363,7 +372,9 @@ class Session:
         try:
             for event in opening:
                 self.emit(event)
-            if isinstance(opening[-1], UserCustomToolResult) and (waiting := self._pending_custom_tool_uses()):
+            if isinstance(opening[-1], UserCustomToolResult) and (
+                waiting := self._pending_custom_tool_uses()
+            ):
                 stop = RequiresAction(event_ids=sorted(waiting))
             else:
                 self.emit(self.make(SessionStatusRunning))
@@ -430,9 +441,9 @@ class Session:
     def update(
         self,
         *,
-        title: str | None | _Unset = UNSET,
+        title: str | _Unset | None = UNSET,
         metadata: dict[str, str] | _Unset = UNSET,
-        budget: str | int | Decimal | Budget | None | _Unset = UNSET,
+        budget: str | int | Decimal | Budget | _Unset | None = UNSET,
         agent_version: int | _Unset = UNSET,
     ) -> Session:
         """Change the title, metadata, budget or pinned agent version; emits ``session.updated``."""
@@ -553,4 +564,3 @@ class SessionsAPI:
     def list(self) -> list[Session]:
         """Every session, oldest first."""
         return [self.get(record.id) for record in self._engine.store.list_sessions()]
-

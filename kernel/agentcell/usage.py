@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 # Decimals travel as strings so no float ever touches money.
-Money = Annotated[Decimal, PlainSerializer(lambda d: str(d), return_type=str, when_used="json")]
+Money = Annotated[Decimal, PlainSerializer(str, return_type=str, when_used="json")]
 Count = Annotated[int, Field(ge=0)]
 _ZERO = Decimal(0)
 
@@ -105,7 +105,10 @@ def flat_pricing(
     cache_write_1h_mtok: Decimal | str | int | None = None,
     web_search_k: Decimal | str | int = 0,
 ) -> Pricing:
-    """Prices per million tokens, without tiers. Cache prices default to Anthropic's ratios of the input price."""
+    """Prices per million tokens, without tiers.
+
+    Cache prices default to Anthropic's ratios of the input price (read 0.1x, 5-minute write 1.25x, 1-hour
+    write 2x)."""
     p_in = Decimal(input_mtok)
     p_out = Decimal(output_mtok)
     p_read = Decimal(cache_read_mtok) if cache_read_mtok is not None else p_in / 10

@@ -60,6 +60,7 @@ class Engine:
         self.sessions = SessionsAPI(self)
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_lock = threading.Lock()
+        self._closing: asyncio.Task[None] | None = None
 
     def run_sync(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on the engine's own loop, for callers without one.
@@ -75,7 +76,9 @@ class Engine:
             coroutine.close()
             from ..errors import UserError
 
-            raise UserError("an event loop is running here; use `await session.ask(...)` instead of send_sync")
+            raise UserError(
+                "an event loop is running here; use `await session.ask(...)` instead of send_sync"
+            )
         with self._sync_lock:
             if self._sync_loop is None or self._sync_loop.is_closed():
                 self._sync_loop = asyncio.new_event_loop()
@@ -86,14 +89,22 @@ class Engine:
         self.store.close()
 
     def close(self) -> None:
-        """Close providers and the store. Use ``await engine.aclose()`` inside a running loop."""
-        with self._sync_lock:
-            loop = self._sync_loop or asyncio.new_event_loop()
-            try:
-                loop.run_until_complete(self.providers.aclose())
-            finally:
-                loop.close()
-                self._sync_loop = None
+        """Close providers and the store. Inside a running loop prefer ``await engine.aclose()``; here the
+        providers are then closed by a task on that loop."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is not None:
+            self._closing = running.create_task(self.providers.aclose())
+        else:
+            with self._sync_lock:
+                loop = self._sync_loop or asyncio.new_event_loop()
+                try:
+                    loop.run_until_complete(self.providers.aclose())
+                finally:
+                    loop.close()
+                    self._sync_loop = None
         self.store.close()
 
     def __enter__(self) -> Engine:

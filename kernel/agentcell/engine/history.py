@@ -7,6 +7,8 @@ history sent to a provider is always well formed.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from ..events import (
     AgentCustomToolUse,
     AgentMessage,
@@ -30,16 +32,28 @@ from ..providers.base import (
     ToolResultPart,
 )
 
-__all__ = ["UNANSWERED_TOOL_CALL", "History"]
+__all__ = ["HISTORY_EVENT_TYPES", "UNANSWERED_TOOL_CALL", "History"]
+
+HISTORY_EVENT_TYPES = (
+    "user.message",
+    "user.custom_tool_result",
+    "system.message",
+    "agent.message",
+    "agent.thinking",
+    "agent.tool_use",
+    "agent.tool_result",
+    "agent.custom_tool_use",
+)
+"""The event types that shape the history; the rest (spans, usage, status) never do."""
 
 UNANSWERED_TOOL_CALL = "the tool call was not answered (the turn was interrupted before it finished)"
 
 
 class History:
     def __init__(self) -> None:
-        self._messages: list[tuple[str, list[Part]]] = []
+        self._messages: list[tuple[Literal["user", "assistant"], list[Part]]] = []
         self._call_ids: dict[str, str] = {}
-        self._open_calls: list[str] = []
+        self._open_calls: dict[str, None] = {}  # insertion-ordered set
 
     def apply(self, event: Event) -> None:
         match event:
@@ -58,7 +72,7 @@ class History:
                         self._assistant(TextPart(text=block.text))
             case AgentToolUse() | AgentCustomToolUse():
                 self._call_ids[event.id] = event.call_id
-                self._open_calls.append(event.call_id)
+                self._open_calls[event.call_id] = None
                 self._assistant(ToolCallPart(id=event.call_id, name=event.name, input=event.input))
             case AgentToolResult():
                 self._result(event.tool_use_id, list(event.content), event.is_error)
@@ -73,7 +87,8 @@ class History:
         return list(self._open_calls)
 
     def messages(self) -> list[Message]:
-        return [Message(role=role, content=list(parts)) for role, parts in self._messages]  # type: ignore[arg-type]
+        # The parts were validated when they were built; skip validating them again.
+        return [Message.model_construct(role=role, content=list(parts)) for role, parts in self._messages]
 
     # ------------------------------------------------------------------------------------------
 
@@ -106,8 +121,7 @@ class History:
 
     def _result(self, tool_use_id: str, content: list[TextBlock | ImageBlock], is_error: bool) -> None:
         call_id = self._call_ids.get(tool_use_id, tool_use_id)
-        if call_id in self._open_calls:
-            self._open_calls.remove(call_id)
+        self._open_calls.pop(call_id, None)
         self._append_user([ToolResultPart(call_id=call_id, content=content, is_error=is_error)])
 
 

@@ -13,7 +13,7 @@ import asyncio
 import math
 import random
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from ..errors import (
     ProviderAuthError,
@@ -72,7 +72,7 @@ ENGINE_RETRIES = 2
 """Retries of a request that failed after part of it was shown (the provider retries earlier failures)."""
 
 
-class TurnFailed(Exception):
+class TurnFailedError(Exception):
     """Internal: the turn cannot go on; the session.error event was already emitted."""
 
     def __init__(self, message: str) -> None:
@@ -107,7 +107,7 @@ class TurnRunner:
     async def run(self) -> StopReason:
         try:
             return await self._loop()
-        except TurnFailed as failure:
+        except TurnFailedError as failure:
             return ErrorStop(message=failure.message)
         except asyncio.CancelledError:
             self._answer_unanswered("interrupted by the user before the tool finished")
@@ -202,7 +202,7 @@ class TurnRunner:
                 retry = state.shown and error.retryable and attempt < ENGINE_RETRIES
                 self._emit_error(_error_type(error), str(error), "retrying" if retry else "terminal")
                 if not retry:
-                    raise TurnFailed(str(error)) from error
+                    raise TurnFailedError(str(error)) from error
                 await asyncio.sleep(_backoff(attempt, error.retry_after))
                 continue
             except asyncio.CancelledError:
@@ -240,11 +240,19 @@ class TurnRunner:
             case BlockStart(block=TextPart()):
                 block = _Block(new_id("sevt"), "agent.message")
                 state.blocks[event.index] = block
-                session.emit(EventStart(event=PreviewRef(type="agent.message", id=block.event_id), thread_id=self.thread_id))
+                session.emit(
+                    EventStart(
+                        event=PreviewRef(type="agent.message", id=block.event_id), thread_id=self.thread_id
+                    )
+                )
             case BlockStart(block=ThinkingPart() | RedactedThinkingPart()):
                 block = _Block(new_id("sevt"), "agent.thinking")
                 state.blocks[event.index] = block
-                session.emit(EventStart(event=PreviewRef(type="agent.thinking", id=block.event_id), thread_id=self.thread_id))
+                session.emit(
+                    EventStart(
+                        event=PreviewRef(type="agent.thinking", id=block.event_id), thread_id=self.thread_id
+                    )
+                )
                 state.shown = True
             case BlockStart(block=ToolCallPart()):
                 state.blocks[event.index] = _Block(new_id("sevt"), "agent.tool_use")
@@ -269,7 +277,9 @@ class TurnRunner:
         """Emit the buffered events of a complete response, reusing each preview's id."""
         session = self.session
         custom = {t.name for t in session.agent.custom_tools}
-        ids = [state.blocks[i].event_id if i in state.blocks else new_id("sevt") for i in sorted(state.blocks)]
+        ids = [
+            state.blocks[i].event_id if i in state.blocks else new_id("sevt") for i in sorted(state.blocks)
+        ]
         ids += [new_id("sevt") for _ in range(len(response.content) - len(ids))]
         for event_id, part in zip(ids, response.content, strict=False):
             match part:
@@ -294,7 +304,9 @@ class TurnRunner:
                     )
                 case RedactedThinkingPart():
                     session.emit(
-                        session.make(AgentThinking, id=event_id, thread_id=self.thread_id, redacted_data=part.data)
+                        session.make(
+                            AgentThinking, id=event_id, thread_id=self.thread_id, redacted_data=part.data
+                        )
                     )
                 case ToolCallPart() if part.name in custom:
                     self._custom_pending.append(event_id)
@@ -375,7 +387,9 @@ class TurnRunner:
                 return ToolResult.error(f"no tool named {call.name!r} is available", "UNKNOWN_TOOL")
             return await host.execute(call, approver=approver)
 
-        results = await asyncio.gather(*(one(call) for call in calls)) if len(calls) > 1 else [await one(calls[0])]
+        results = (
+            await asyncio.gather(*(one(call) for call in calls)) if len(calls) > 1 else [await one(calls[0])]
+        )
         for call, result in zip(calls, results, strict=True):
             self._answer(call, result)
 
@@ -397,12 +411,17 @@ class TurnRunner:
 
     # ------------------------------------------------------------------------------------------ errors
 
-    def _emit_error(self, error_type: str, message: str, retry_status: str = "terminal") -> None:
+    def _emit_error(
+        self,
+        error_type: str,
+        message: str,
+        retry_status: Literal["retrying", "exhausted", "terminal"] = "terminal",
+    ) -> None:
         self.session.emit(
             self.session.make(
                 SessionError,
                 thread_id=self.thread_id,
-                error=ErrorInfo(type=error_type, message=message, retry_status=retry_status),  # type: ignore[arg-type]
+                error=ErrorInfo(type=error_type, message=message, retry_status=retry_status),
             )
         )
 
@@ -420,8 +439,9 @@ def _interrupted_usage(reported: Usage, state: _Attempt, request: ModelRequest) 
 
 def _backoff(attempt: int, retry_after: float | None) -> float:
     if retry_after is not None and 0 < retry_after <= 60:
-        return retry_after
-    return min(0.5 * 2**attempt, 8.0) * (1 - 0.25 * random.random())
+        return float(retry_after)
+    base: float = min(0.5 * 2.0**attempt, 8.0)
+    return base * (1 - 0.25 * random.random())
 
 
 def _error_type(error: ProviderError) -> str:

@@ -163,7 +163,9 @@ class ResponseStart(_Model):
 class BlockStart(_Model):
     kind: Literal["block_start"] = "block_start"
     index: int = Field(ge=0)
-    block: Annotated[TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart, Field(discriminator="type")]
+    block: Annotated[
+        TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart, Field(discriminator="type")
+    ]
     """The block as it starts: empty text/thinking, or a tool call with its id and name and no input yet."""
 
 
@@ -295,7 +297,9 @@ class ResponseAccumulator:
     def _block(self, index: int, kind: str) -> dict[str, Any]:
         block = self._blocks.get(index)
         if block is None or block["type"] != kind:
-            raise ProviderProtocolError(f"a {kind} delta arrived for content block {index}, which is not {kind}")
+            raise ProviderProtocolError(
+                f"a {kind} delta arrived for content block {index}, which is not {kind}"
+            )
         return block
 
     def finish(self) -> ModelResponse:

@@ -67,9 +67,7 @@ class ProviderRegistry:
             if claims(model_id):
                 return owner, model_id
         known = ", ".join(f"{p}:…" for p in self.prefixes()) or "none registered"
-        raise ConfigurationError(
-            f"no provider serves the model {model_id!r}; use one of: {known}"
-        )
+        raise ConfigurationError(f"no provider serves the model {model_id!r}; use one of: {known}")
 
     def resolve(self, config: ModelConfig) -> ResolvedModel:
         prefix, name = self._split(config.id)

@@ -240,7 +240,7 @@ def _latest_user_text(request: ModelRequest) -> str:
     for message in reversed(request.messages):
         if message.role != "user":
             continue
-        for part in message.content:
+        for part in reversed(message.content):
             if isinstance(part, TextPart):
                 return part.text
             if isinstance(part, ToolResultPart):

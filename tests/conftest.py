@@ -1,0 +1,55 @@
+"""Fixtures shared by every test: an isolated engine on a fresh database, and a scripted-provider helper."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from agentcell import Engine, ScriptedProvider, ScriptedResponse, Session
+from agentcell.usage import Pricing, flat_pricing
+
+SONNET_LIKE: Pricing = flat_pricing(3, 15)
+"""$3 / $15 per million input / output tokens: enough to make budgets bite in tests."""
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No test may touch the developer's real database or pick up their model settings.
+    data = tmp_path_factory.mktemp("jupyter-data")
+    monkeypatch.setenv("JUPYTER_DATA_DIR", str(data))
+    monkeypatch.delenv("AGENTCELL_DB", raising=False)
+    monkeypatch.delenv("AGENTCELL_MODEL", raising=False)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "agentcell.db"
+
+
+@pytest.fixture
+def engine(db_path: Path) -> Iterator[Engine]:
+    with Engine(db_path) as engine:
+        yield engine
+
+
+def scripted_engine(
+    db_path: Path, script: Sequence[ScriptedResponse] | None = None, *, pricing: Pricing = SONNET_LIKE
+) -> tuple[Engine, ScriptedProvider]:
+    provider = ScriptedProvider(script, pricing=pricing)
+    return Engine(db_path, providers={"scripted": provider}), provider
+
+
+def event_seen(session: Session, event_type: str) -> asyncio.Event:
+    """An asyncio.Event set when ``session`` next emits an item of ``event_type``; call it before starting
+    the turn so the item cannot be missed."""
+    seen = asyncio.Event()
+
+    def listener(item: object) -> None:
+        if getattr(item, "type", None) == event_type:
+            seen.set()
+
+    session.subscribe(listener)
+    return seen

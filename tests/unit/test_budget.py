@@ -1,0 +1,98 @@
+"""The budget is checked before every request against its worst case: spend never passes it."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agentcell import Engine, ModelRequest, ScriptedProvider, ScriptedResponse, ScriptedText, ScriptedToolCall
+from agentcell import events as ev
+from agentcell.tools.simple import SimpleTools
+from agentcell.usage import CacheCreation, Usage, flat_pricing, worst_case_cost
+
+PRICING = flat_pricing(3, 15)
+
+
+def test_worst_case_prices_input_at_its_dearest_billing() -> None:
+    # 1,000 input tokens written to the 1-hour cache cost 2x input: $6/M; 100 output at $15/M.
+    assert worst_case_cost(PRICING, 1000, 100) == Decimal("0.0075")
+
+
+def test_a_request_that_might_not_fit_is_never_sent(tmp_path: Path) -> None:
+    provider = ScriptedProvider([ScriptedResponse(steps=[ScriptedText(text="hi")])], pricing=PRICING)
+    with Engine(tmp_path / "db", providers={"scripted": provider}) as engine:
+        agent = engine.agents.create(name="a", model={"id": "scripted", "max_tokens": 100_000})
+        session = engine.sessions.create(agent=agent.id, budget="0.01")  # 100k output alone costs $1.50
+        result = session.send_sync("hi")
+    assert result.stop_reason == ev.BudgetReached()
+    assert provider.requests == []
+    types = [e.type for e in result.events]
+    assert types[-2:] == ["session.usage", "session.status_idle"]
+
+
+@st.composite
+def adversarial_usage(draw: st.DrawFn) -> tuple[float, float, int]:
+    """How much of the input bound and of max_tokens a response bills, and how its input is billed."""
+    return (
+        draw(st.floats(0, 1)),
+        draw(st.floats(0, 1)),
+        draw(st.sampled_from([0, 1, 2, 3])),
+    )
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    responses=st.lists(adversarial_usage(), min_size=1, max_size=12),
+    budget=st.decimals(min_value=Decimal("0.001"), max_value=Decimal("0.2"), places=4),
+    max_tokens=st.integers(1, 4000),
+    tool_loop=st.booleans(),
+)
+def test_spend_never_exceeds_the_budget(
+    tmp_path_factory: object,
+    responses: list[tuple[float, float, int]],
+    budget: Decimal,
+    max_tokens: int,
+    tool_loop: bool,
+) -> None:
+    provider_box: list[ScriptedProvider] = []
+    plays = iter(responses * 50)
+
+    def respond(request: ModelRequest) -> ScriptedResponse:
+        input_share, output_share, billing = next(plays)
+        bound = provider_box[0].input_token_bound(request)
+        tokens = int(bound * input_share)
+        output = int(request.settings.max_tokens * output_share)
+        usage = {
+            0: Usage(input_tokens=tokens, output_tokens=output),
+            1: Usage(output_tokens=output, cache_read_input_tokens=tokens),
+            2: Usage(output_tokens=output, cache_creation=CacheCreation(ephemeral_5m_input_tokens=tokens)),
+            3: Usage(output_tokens=output, cache_creation=CacheCreation(ephemeral_1h_input_tokens=tokens)),
+        }[billing]
+        step = ScriptedToolCall(name="noop") if tool_loop else ScriptedText(text="x" * 50)
+        return ScriptedResponse(steps=[step], usage=usage)
+
+    provider = ScriptedProvider(respond, pricing=PRICING)
+    provider_box.append(provider)
+    tools = SimpleTools()
+    tools.add(lambda: "ok", name="noop")
+    import tempfile
+
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Engine(Path(tmp) / "db", providers={"scripted": provider}, tools=tools) as engine,
+    ):
+        agent = engine.agents.create(name="a", model={"id": "scripted", "max_tokens": max_tokens})
+        session = engine.sessions.create(agent=agent.id, budget=budget, max_turns=50)
+        for _ in range(3 if not tool_loop else 1):
+            result = session.send_sync("go " * 20)
+            if isinstance(result.stop_reason, ev.BudgetReached):
+                break
+        snapshots = session.events(types=["session.usage"])
+        assert all(s.usage.list_cost <= budget for s in snapshots)  # type: ignore[union-attr]
+        assert session.usage.list_cost <= budget
+        if tool_loop:
+            # A tool loop runs until the budget or max_turns stops it.
+            assert isinstance(result.stop_reason, ev.BudgetReached | ev.MaxTurns)
