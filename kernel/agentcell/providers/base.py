@@ -45,6 +45,7 @@ __all__ = [
     "ToolResultPart",
     "ToolSchema",
     "UsageUpdate",
+    "shows_output",
     "stream_event_adapter",
 ]
 
@@ -163,9 +164,7 @@ class ResponseStart(_Model):
 class BlockStart(_Model):
     kind: Literal["block_start"] = "block_start"
     index: int = Field(ge=0)
-    block: Annotated[
-        TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart, Field(discriminator="type")
-    ]
+    block: Annotated[TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart, Field(discriminator="type")]
     """The block as it starts: empty text/thinking, or a tool call with its id and name and no input yet."""
 
 
@@ -236,6 +235,18 @@ StreamEvent: TypeAlias = Annotated[
 stream_event_adapter: TypeAdapter[StreamEvent] = TypeAdapter(StreamEvent)
 
 
+def shows_output(event: StreamEvent) -> bool:
+    """Whether the engine shows this event to the user (a text delta, or the start of a thinking block).
+
+    Before the first such event a failed request can be retried invisibly, which is the provider's job;
+    after it, the engine abandons the preview and retries. Tool calls are never previewed, so a failure
+    inside tool input is still the provider's to retry.
+    """
+    if type(event) is TextDelta:
+        return bool(event.text)
+    return type(event) is BlockStart and isinstance(event.block, ThinkingPart | RedactedThinkingPart)
+
+
 class ModelResponse(_Model):
     content: list[TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart]
     stop_reason: str
@@ -297,9 +308,7 @@ class ResponseAccumulator:
     def _block(self, index: int, kind: str) -> dict[str, Any]:
         block = self._blocks.get(index)
         if block is None or block["type"] != kind:
-            raise ProviderProtocolError(
-                f"a {kind} delta arrived for content block {index}, which is not {kind}"
-            )
+            raise ProviderProtocolError(f"a {kind} delta arrived for content block {index}, which is not {kind}")
         return block
 
     def finish(self) -> ModelResponse:

@@ -1,0 +1,309 @@
+"""HTTP plumbing shared by the HTTP providers: one streaming POST with retries, and error mapping.
+
+Retry contract (matching the engine's runner): a request is retried here only while nothing of it has
+reached the consumer. Events that show nothing (the response start, an empty block start, usage) are held
+back until the first event the engine displays, so a failure early in a stream is still retried here;
+after that a failure raises a typed :class:`~agentcell.errors.ProviderError` and the engine abandons its
+preview and retries the whole request itself.
+
+Keys never leave this module in readable form: error messages are built from scrubbed server text, the
+key travels only in request headers, and nothing here logs headers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import random
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+from httpx_sse import EventSource, ServerSentEvent, SSEError
+
+from ..errors import (
+    ProviderAuthError,
+    ProviderConnectionError,
+    ProviderError,
+    ProviderProtocolError,
+    ProviderStatusError,
+)
+from .base import StreamEvent, shows_output
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "ErrorContext",
+    "HTTPStreamer",
+    "RetryPolicy",
+    "StreamParser",
+    "error_fields",
+    "join_url",
+    "parse_retry_after",
+    "scrub",
+    "status_error",
+]
+
+log = logging.getLogger("agentcell.providers")
+
+DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
+"""The official SDKs' default: long reads (a model may think for minutes), quick connects."""
+
+RETRY_STATUSES = frozenset({408, 409, 429})
+"""Besides every status >= 500 (500, 502, 503, 504, 529, ...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How often and how long to wait before resending a request that failed before any output.
+
+    The defaults are the official SDKs': 2 retries, 0.5 s doubling up to 8 s with up to 25 % downward
+    jitter, and a server's ``retry-after-ms`` / ``retry-after`` obeyed when it asks for at most 60 s.
+    """
+
+    max_retries: int = 2
+    initial_delay: float = 0.5
+    max_delay: float = 8.0
+    max_retry_after: float = 60.0
+
+    def delay(self, retries_done: int, retry_after: float | None) -> float:
+        if retry_after is not None and 0 < retry_after <= self.max_retry_after:
+            return retry_after
+        backoff = min(self.initial_delay * 2.0 ** min(retries_done, 1000), self.max_delay)
+        return max(0.0, backoff * (1 - 0.25 * random.random()))
+
+
+def parse_retry_after(headers: httpx.Headers) -> float | None:
+    """Seconds the server asked us to wait: ``retry-after-ms``, else ``retry-after`` (seconds or a date)."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            return float(raw_ms) / 1000
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        pass
+    date = email.utils.parsedate_tz(raw)
+    if date is None:
+        return None
+    return float(email.utils.mktime_tz(date) - time.time())
+
+
+def join_url(base: str, path: str) -> str:
+    """Join like the official SDKs: the base keeps its own path, gains a trailing slash, and ``path`` is
+    appended to it (``http://h/proxy`` + ``v1/messages`` -> ``http://h/proxy/v1/messages``)."""
+    return base.rstrip("/") + "/" + path.lstrip("/")
+
+
+_KEYLIKE = re.compile(r"\b(?:sk|key|token)-[A-Za-z0-9_*\-]{6,}")
+
+
+def scrub(text: str, secrets: Sequence[str | None]) -> str:
+    """Remove every secret, and anything shaped like an API key, from text that came from a server."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    return _KEYLIKE.sub("[redacted]", text)
+
+
+class StreamParser(Protocol):
+    """Turns the server-sent events of one response into stream events (one parser per attempt)."""
+
+    def feed(self, sse: ServerSentEvent) -> list[StreamEvent]: ...
+
+    def finish(self) -> list[StreamEvent]:
+        """The body ended: return the closing events, or raise if the response was incomplete."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorContext:
+    """What an error message may name: never the key itself, only where it comes from."""
+
+    provider: str
+    display: str
+    key_env: str
+    base_url: str
+    model: str
+    secrets: tuple[str | None, ...] = field(repr=False)
+
+
+class HTTPStreamer:
+    """One provider's HTTP client: POST a JSON body, stream the answer through a parser, retry early
+    failures."""
+
+    def __init__(
+        self,
+        *,
+        client: httpx.AsyncClient | None,
+        timeout: float | httpx.Timeout,
+        retry: RetryPolicy,
+    ) -> None:
+        self._own_client = client is None
+        self._client = client if client is not None else httpx.AsyncClient(timeout=timeout)
+        self.retry = retry
+
+    async def aclose(self) -> None:
+        if self._own_client:
+            await self._client.aclose()
+
+    async def stream(
+        self,
+        prepare: Callable[[], tuple[str, dict[str, str], bytes]],
+        parser: Callable[[], StreamParser],
+        context: ErrorContext,
+    ) -> AsyncIterator[StreamEvent]:
+        """Stream one request. ``prepare`` returns ``(url, headers, body)``; it runs on first iteration so
+        that a missing key or a bad setting raises where the caller consumes the stream."""
+        url, headers, body = prepare()
+        retries = 0
+        while True:
+            released = answered = False
+            try:
+                async with self._client.stream("POST", url, headers=headers, content=body) as response:
+                    answered = True
+                    if response.status_code >= 400:
+                        raise status_error(response, await _json_or_text(response), context)
+                    feed = parser()
+                    held: list[StreamEvent] = []
+                    async for sse in EventSource(response).aiter_sse():
+                        for event in feed.feed(sse):
+                            if released:
+                                yield event
+                            elif shows_output(event):
+                                released = True
+                                for early in held:
+                                    yield early
+                                held.clear()
+                                yield event
+                            else:
+                                held.append(event)
+                    held.extend(feed.finish())
+                    for event in held:
+                        yield event
+                return
+            except ProviderError as exc:
+                error = _scrubbed(exc, context.secrets)
+            except httpx.TimeoutException as exc:
+                error = ProviderConnectionError(
+                    f"{context.display} timed out ({type(exc).__name__}) at {context.base_url}",
+                    provider=context.provider,
+                    retryable=True,
+                )
+                error.__cause__ = exc
+            except SSEError as exc:
+                error = ProviderProtocolError(
+                    f"{context.display} did not answer with an event stream: {scrub(str(exc), context.secrets)}",
+                    provider=context.provider,
+                )
+                error.__cause__ = exc
+            except httpx.DecodingError as exc:
+                reason = scrub(str(exc), context.secrets)
+                error = ProviderProtocolError(
+                    f"{context.display} sent a body that cannot be decoded: {reason}",
+                    provider=context.provider,
+                )
+                error.__cause__ = exc
+            except httpx.TransportError as exc:
+                what = "the stream was cut" if answered else f"cannot reach {context.base_url}"
+                error = ProviderConnectionError(
+                    f"{context.display}: {what} ({type(exc).__name__}: {scrub(str(exc), context.secrets)})",
+                    provider=context.provider,
+                    retryable=True,
+                )
+                error.__cause__ = exc
+            if released or not error.retryable or retries >= self.retry.max_retries:
+                raise error
+            wait = self.retry.delay(retries, error.retry_after)
+            retries += 1
+            log.info(
+                "%s request failed before any output (%s); retry %d of %d in %.2f s",
+                context.display,
+                error,
+                retries,
+                self.retry.max_retries,
+                wait,
+            )
+            await asyncio.sleep(wait)
+
+
+def _scrubbed(error: ProviderError, secrets: Sequence[str | None]) -> ProviderError:
+    # Parsers quote server text in their messages; a server that echoes the key must not leak it.
+    clean = scrub(error.message, secrets)
+    if clean != error.message:
+        error.message = clean
+        error.args = (clean, *error.args[1:])
+    return error
+
+
+async def _json_or_text(response: httpx.Response) -> Any:
+    raw = await response.aread()
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", "replace")
+
+
+def _should_retry(response: httpx.Response) -> bool:
+    override = response.headers.get("x-should-retry")
+    if override in ("true", "false"):
+        return bool(override == "true")
+    return response.status_code in RETRY_STATUSES or response.status_code >= 500
+
+
+def error_fields(body: Any) -> tuple[str | None, str, dict[str, Any]]:
+    """``(error type, message, the error object)`` from an error body of either API, or Ollama's
+    ``{"error": "text"}``, or plain text."""
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            kind = error.get("type") or error.get("code")
+            return (str(kind) if kind else None), str(error.get("message") or ""), error
+        if isinstance(error, str):
+            return None, error, {}
+        if isinstance(body.get("message"), str):
+            return None, body["message"], {}
+        return None, json.dumps(body)[:500], {}
+    text = str(body).strip()
+    return None, text[:500], {}
+
+
+def status_error(response: httpx.Response, body: Any, context: ErrorContext) -> ProviderError:
+    status = response.status_code
+    kind, message, error = error_fields(body)
+    message = scrub(message, context.secrets) or response.reason_phrase or "no message"
+    label = f"HTTP {status}" + (f" {kind}" if kind else "")
+    request_id = response.headers.get("request-id") or response.headers.get("x-request-id")
+    suffix = f" (request {request_id})" if request_id else ""
+    common: dict[str, Any] = {"provider": context.provider, "status_code": status, "error_type": kind}
+    if status in (401, 403):
+        return ProviderAuthError(
+            f"{context.display} refused the credentials ({label}: {message}); check the "
+            f"{context.key_env} environment variable{suffix}",
+            **common,
+        )
+    if status == 404:
+        return ProviderStatusError(
+            f"{context.display} has no model {context.model!r} at {context.base_url} ({label}: {message}); "
+            f"check the model name and the base URL{suffix}",
+            **common,
+        )
+    retryable = _should_retry(response)
+    details = error.get("details")
+    if isinstance(details, dict) and details.get("error_code") == "enforced_spend_limit_reached":
+        retryable = False  # a spend cap does not lift by waiting
+    return ProviderStatusError(
+        f"{context.display} returned {label}: {message}{suffix}",
+        retryable=retryable,
+        retry_after=parse_retry_after(response.headers),
+        **common,
+    )

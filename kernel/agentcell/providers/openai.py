@@ -1,0 +1,230 @@
+"""``openai:<model>``, ``ollama:<model>``, ``vllm:<model>``: OpenAI-compatible Chat Completions.
+
+``POST {base}/chat/completions`` with ``"stream": true`` and ``stream_options.include_usage``, parsed by
+:class:`OpenAIStreamParser`. ``openai`` reads ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (default
+``https://api.openai.com/v1``); ``ollama`` defaults to ``http://127.0.0.1:11434/v1`` and ``vllm`` to
+``http://127.0.0.1:8000/v1``, both without a key. A model config's ``base_url`` overrides any of them.
+
+Self-hosted servers (``ollama``, ``vllm``, any loopback base URL) cost nothing at list price; elsewhere
+prices come from genai-prices (see ``_pricing``). ``settings.extra`` is merged into the body as is.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from ..errors import ProviderAuthError
+from ..usage import FREE, Pricing
+from ._http import DEFAULT_TIMEOUT, ErrorContext, HTTPStreamer, RetryPolicy, join_url
+from ._openai_stream import OpenAIStreamParser
+from ._pricing import genai_pricing
+from .base import (
+    ImagePart,
+    Message,
+    ModelConfig,
+    ModelRequest,
+    Provider,
+    StreamEvent,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+
+__all__ = [
+    "OLLAMA_BASE_URL",
+    "OPENAI_BASE_URL",
+    "VLLM_BASE_URL",
+    "OpenAIProvider",
+    "build_body",
+    "ollama_provider",
+    "openai_provider",
+    "vllm_provider",
+]
+
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
+VLLM_BASE_URL = "http://127.0.0.1:8000/v1"
+KEY_ENV = "OPENAI_API_KEY"
+BASE_URL_ENV = "OPENAI_BASE_URL"
+
+_DISPLAY = {"openai": "OpenAI", "ollama": "Ollama", "vllm": "vLLM"}
+
+
+class OpenAIProvider(Provider):
+    """An OpenAI-compatible server. ``name`` labels errors and prices (``openai``, ``ollama``, ``vllm``)."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str = OPENAI_BASE_URL,
+        name: str = "openai",
+        key_env: str = KEY_ENV,
+        retry: RetryPolicy | None = None,
+        timeout: float | httpx.Timeout = DEFAULT_TIMEOUT,
+        client: httpx.AsyncClient | None = None,
+        pricing: Pricing | None = None,
+    ) -> None:
+        self.name = name
+        self._api_key = api_key or None
+        self.base_url = base_url
+        self._url = join_url(base_url, "chat/completions")
+        self._key_env = key_env
+        self._official = urlsplit(base_url).hostname == "api.openai.com"
+        self._pricing = pricing
+        self._http = HTTPStreamer(client=client, timeout=timeout, retry=retry or RetryPolicy())
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r})"
+
+    def pricing(self, model: str) -> Pricing:
+        if self._pricing is not None:
+            return self._pricing
+        if self.name in ("ollama", "vllm") or _is_loopback(self.base_url):
+            return FREE
+        return genai_pricing("openai", model, api_url=None if self._official else self.base_url)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
+        display = _DISPLAY.get(self.name, self.name)
+        context = ErrorContext(
+            provider=self.name,
+            display=display,
+            key_env=self._key_env,
+            base_url=self.base_url,
+            model=request.model,
+            secrets=(self._api_key,),
+        )
+        return self._http.stream(
+            lambda: self._prepare(request), lambda: OpenAIStreamParser(self.name, display), context
+        )
+
+    def _prepare(self, request: ModelRequest) -> tuple[str, dict[str, str], bytes]:
+        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        if self._api_key is not None:
+            headers["authorization"] = f"Bearer {self._api_key}"
+        elif self._official:
+            raise ProviderAuthError(
+                f"no OpenAI API key: set the {self._key_env} environment variable (or pass api_key=)",
+                provider=self.name,
+            )
+        body = build_body(request, max_tokens_field="max_completion_tokens" if self._official else "max_tokens")
+        return self._url, headers, json.dumps(body).encode()
+
+
+def _is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------- factories
+
+
+def openai_provider(config: ModelConfig) -> OpenAIProvider:
+    return OpenAIProvider(
+        api_key=os.environ.get(KEY_ENV),
+        base_url=config.base_url or os.environ.get(BASE_URL_ENV) or OPENAI_BASE_URL,
+    )
+
+
+def ollama_provider(config: ModelConfig) -> OpenAIProvider:
+    return OpenAIProvider(name="ollama", base_url=config.base_url or OLLAMA_BASE_URL, key_env="(none)")
+
+
+def vllm_provider(config: ModelConfig) -> OpenAIProvider:
+    return OpenAIProvider(name="vllm", base_url=config.base_url or VLLM_BASE_URL, key_env="(none)")
+
+
+# ---------------------------------------------------------------------------------------------- body
+
+
+def build_body(request: ModelRequest, *, max_tokens_field: str = "max_tokens") -> dict[str, Any]:
+    settings = request.settings
+    messages: list[dict[str, Any]] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        messages.extend(_messages(message))
+    body: dict[str, Any] = {
+        "model": request.model,
+        "messages": messages,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        max_tokens_field: settings.max_tokens,
+    }
+    if request.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+            }
+            for t in request.tools
+        ]
+    if settings.tool_choice is not None:
+        body["tool_choice"] = _tool_choice(settings.tool_choice)
+    if settings.temperature is not None:
+        body["temperature"] = settings.temperature
+    if settings.stop_sequences:
+        body["stop"] = list(settings.stop_sequences)
+    body.update(settings.extra)
+    return body
+
+
+def _tool_choice(choice: str) -> str | dict[str, Any]:
+    if choice in ("auto", "none"):
+        return choice
+    if choice == "any":
+        return "required"
+    return {"type": "function", "function": {"name": choice}}
+
+
+def _messages(message: Message) -> list[dict[str, Any]]:
+    """One of our messages as Chat Completions messages: tool results become ``tool`` messages, which
+    must come straight after the assistant message that called them."""
+    if message.role == "assistant":
+        text = "".join(p.text for p in message.content if isinstance(p, TextPart))
+        calls = [
+            {
+                "id": p.id,
+                "type": "function",
+                "function": {"name": p.name, "arguments": json.dumps(p.input)},
+            }
+            for p in message.content
+            if isinstance(p, ToolCallPart)
+        ]
+        # Thinking has no place in a Chat Completions request; it is dropped.
+        out: dict[str, Any] = {"role": "assistant", "content": text or None}
+        if calls:
+            out["tool_calls"] = calls
+        return [out]
+    results: list[dict[str, Any]] = []
+    content: list[dict[str, Any]] = []
+    for part in message.content:
+        if isinstance(part, ToolResultPart):
+            text = "\n".join(b.text for b in part.content if b.type == "text")
+            results.append({"role": "tool", "tool_call_id": part.call_id, "content": text})
+        elif isinstance(part, TextPart):
+            content.append({"type": "text", "text": part.text})
+        elif isinstance(part, ImagePart):
+            url = f"data:{part.source.media_type};base64,{part.source.data}"
+            content.append({"type": "image_url", "image_url": {"url": url}})
+    if content:
+        if all(c["type"] == "text" for c in content):
+            results.append({"role": "user", "content": "\n".join(c["text"] for c in content)})
+        else:
+            results.append({"role": "user", "content": content})
+    return results
