@@ -11,6 +11,7 @@ Every error agentcell raises derives from :class:`AgentCellError`::
     │   │   └── SessionNotFoundError
     │   ├── SessionBusyError          a turn is already running in that session
     │   ├── SessionTerminatedError    the session was terminated and takes no more input
+    │   ├── ToolRegistrationError     a tool, restriction or guard cannot be registered as asked
     │   └── ConfigurationError        no usable model/provider for the requested name
     ├── StoreError                    the event store cannot be used
     │   └── StoreVersionError         the database was written by a newer agentcell
@@ -42,6 +43,7 @@ __all__ = [
     "SessionTerminatedError",
     "StoreError",
     "StoreVersionError",
+    "ToolRegistrationError",
     "UserError",
 ]
 
@@ -88,6 +90,10 @@ class SessionBusyError(UserError):
 
 class SessionTerminatedError(UserError):
     """The session was terminated; create a new one."""
+
+
+class ToolRegistrationError(UserError):
+    """A tool, restriction or guard cannot be registered: a bad, reserved or taken name, an empty filter."""
 
 
 class ConfigurationError(UserError):

@@ -15,9 +15,19 @@ from pydantic import BaseModel, ConfigDict
 from ..events import ContentBlock, TextBlock
 from ..providers.base import ToolSchema
 
-__all__ = ["ApprovalRequest", "Approver", "ExecutionMode", "ToolCall", "ToolHost", "ToolResult"]
+__all__ = [
+    "ApprovalDecision",
+    "ApprovalRequest",
+    "Approver",
+    "ExecutionMode",
+    "Permission",
+    "ToolCall",
+    "ToolHost",
+    "ToolResult",
+]
 
 ExecutionMode = Literal["parallel", "exclusive"]
+Permission = Literal["allow", "ask", "deny"]
 
 
 class ToolCall(BaseModel):
@@ -33,23 +43,33 @@ class ToolCall(BaseModel):
     """The agent scope the call is made in (the agent id); None is the global view."""
     session_id: str = ""
     thread_id: str | None = None
+    preset: Literal["read-only", "workspace-write", "danger-full-access"] | None = None
+    """The session's permission preset; None uses the registry's policy for the session."""
 
 
 class ToolResult(BaseModel):
+    # The content is a tuple so that a result handed to several observers cannot be changed by one of them.
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    content: list[ContentBlock] = []
+    content: tuple[ContentBlock, ...] = ()
     is_error: bool = False
     error_code: str | None = None
     """A stable code for failures the pipeline produced (``UNKNOWN_TOOL``, ``DENIED``, ``TOOL_FAILED``...)."""
+    full_text: str | None = None
+    """The untruncated text output when ``content`` was shortened for the model (itself capped)."""
 
     @classmethod
     def text(cls, text: str) -> ToolResult:
-        return cls(content=[TextBlock(text=text)])
+        return cls(content=(TextBlock(text=text),))
 
     @classmethod
     def error(cls, message: str, code: str = "TOOL_FAILED") -> ToolResult:
-        return cls(content=[TextBlock(text=message)], is_error=True, error_code=code)
+        return cls(content=(TextBlock(text=message),), is_error=True, error_code=code)
+
+    @property
+    def text_content(self) -> str:
+        """The text blocks joined together (images left out)."""
+        return "".join(block.text for block in self.content if isinstance(block, TextBlock))
 
 
 class ApprovalRequest(BaseModel):
@@ -57,10 +77,24 @@ class ApprovalRequest(BaseModel):
 
     call: ToolCall
     reason: str
+    """What the call would do that the permission preset does not allow by itself, in words for the user."""
+    keys: tuple[str, ...] = ()
+    """What an "always" answer is remembered under (e.g. ``bash:execute``); a later request whose keys were
+    all answered "always" the same way is answered without asking."""
+    preset: str = ""
 
 
-Approver = Callable[[ApprovalRequest], Awaitable[bool]]
-"""Asks the user; resolves to True to allow the call."""
+class ApprovalDecision(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    allow: bool
+    remember: Literal["once", "always"] = "once"
+    message: str | None = None
+    """The user's words to the model when they deny."""
+
+
+Approver = Callable[[ApprovalRequest], Awaitable["bool | ApprovalDecision"]]
+"""Asks the user; resolves to True (or an allowing decision) to let the call run."""
 
 
 @runtime_checkable

@@ -1,7 +1,8 @@
-"""A minimal tool host of Python callables: enough for the engine core and its tests.
+"""A registry with a shortcut for plain callables, for the engine's own tests and small scripts.
 
-Tools take keyword arguments matching their input schema and return a string (or raise). The full
-registry with scopes, guards, policies and approvals lives in :mod:`agentcell.tools.registry`.
+``add(fn)`` offers ``fn`` with the input schema you give (no validation, no thread: ``fn`` is called with
+the model's arguments as keyword arguments, right on the event loop). For typed, validated tools use
+``@tool`` (:mod:`agentcell.tools.functions`).
 """
 
 from __future__ import annotations
@@ -10,16 +11,13 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from ..providers.base import ToolSchema
-from .base import Approver, ExecutionMode, ToolCall, ToolResult
+from .definition import ToolContext, ToolDefinition
+from .registry import Disposer, ToolRegistry
 
 __all__ = ["SimpleTools"]
 
 
-class SimpleTools:
-    def __init__(self) -> None:
-        self._tools: dict[str, tuple[ToolSchema, Callable[..., Any], bool]] = {}
-
+class SimpleTools(ToolRegistry):
     def add(
         self,
         fn: Callable[..., Any],
@@ -28,37 +26,17 @@ class SimpleTools:
         description: str | None = None,
         input_schema: dict[str, Any] | None = None,
         parallel_safe: bool = False,
-    ) -> Callable[[], None]:
-        tool_name = name or fn.__name__
-        schema = ToolSchema(
-            name=tool_name,
-            description=description or inspect.getdoc(fn) or "",
-            input_schema=input_schema or {"type": "object", "properties": {}},
+    ) -> Disposer:
+        def run(arguments: dict[str, Any], context: ToolContext) -> Any:
+            del context
+            return fn(**arguments)
+
+        return self.register(
+            ToolDefinition(
+                name=name or fn.__name__,
+                run=run,
+                description=description or inspect.getdoc(fn) or "",
+                input_schema=input_schema or {"type": "object", "properties": {}},
+                parallel_safe=parallel_safe,
+            )
         )
-        self._tools[tool_name] = (schema, fn, parallel_safe)
-
-        def remove() -> None:
-            if self._tools.get(tool_name, (None, None))[1] is fn:
-                del self._tools[tool_name]
-
-        return remove
-
-    def schemas(self, scope: str | None = None) -> list[ToolSchema]:
-        return [schema.model_copy(deep=True) for schema, _, _ in self._tools.values()]
-
-    def execution_mode(self, call: ToolCall) -> ExecutionMode:
-        entry = self._tools.get(call.name)
-        return "parallel" if entry is not None and entry[2] is True else "exclusive"
-
-    async def execute(self, call: ToolCall, *, approver: Approver | None = None) -> ToolResult:
-        entry = self._tools.get(call.name)
-        if entry is None:
-            return ToolResult.error(f"unknown tool {call.name!r}", "UNKNOWN_TOOL")
-        _, fn, _ = entry
-        try:
-            value = fn(**call.input)
-            if inspect.isawaitable(value):
-                value = await value
-        except Exception as exc:  # a failing tool becomes an error result, never a failed turn
-            return ToolResult.error(f"{type(exc).__name__}: {exc}")
-        return value if isinstance(value, ToolResult) else ToolResult.text(str(value))

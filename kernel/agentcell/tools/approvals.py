@@ -1,0 +1,172 @@
+"""The session side of approvals: pending requests a UI can list and answer.
+
+An :class:`ApprovalBroker` is the ``approver`` of one session. When the pipeline asks it about a call, it
+records a pending approval (visible in :meth:`ApprovalBroker.pending`), calls ``on_request`` so a UI can
+show it, and waits. :meth:`ApprovalBroker.answer` resolves it (from any thread; ``on_answer`` then runs on
+the loop that asked, so the session can append ``user.tool_confirmation`` before the tool runs), and
+remembers an ``always`` answer for the session: a later request whose keys were all answered "always
+allow" runs without asking, and one with a key answered "always deny" is refused without asking.
+
+Install a broker only where someone can answer (a notebook UI, an ACP client): a pending approval waits
+until answered or until the turn is interrupted. Without an approver the preset's answer is "no".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Literal
+
+from ..errors import InvalidInputError
+from .base import ApprovalDecision, ApprovalRequest
+
+__all__ = ["ApprovalAnswer", "ApprovalBroker"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalAnswer:
+    """What the user answered, as ``user.tool_confirmation`` records it."""
+
+    tool_use_id: str
+    result: Literal["allow", "deny"]
+    remember: Literal["once", "always"] = "once"
+    deny_message: str | None = None
+
+
+@dataclass(slots=True)
+class _Pending:
+    request: ApprovalRequest
+    future: asyncio.Future[ApprovalDecision]
+    loop: asyncio.AbstractEventLoop
+
+
+class ApprovalBroker:
+    """An ``Approver`` whose questions wait for :meth:`answer`. One per session."""
+
+    def __init__(
+        self,
+        *,
+        on_request: Callable[[ApprovalRequest], None] | None = None,
+        on_answer: Callable[[ApprovalAnswer], None] | None = None,
+    ) -> None:
+        self._on_request = on_request
+        self._on_answer = on_answer
+        self._lock = threading.Lock()
+        self._pending: dict[str, _Pending] = {}
+        self._remembered: dict[str, bool] = {}
+        self._waiters: list[asyncio.Future[None]] = []
+
+    async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
+        known = self._recall(request.keys)
+        if known is not None:
+            return ApprovalDecision(allow=known, remember="always")
+        loop = asyncio.get_running_loop()
+        tool_use_id = request.call.tool_use_id
+        pending = _Pending(request, loop.create_future(), loop)
+        with self._lock:
+            if tool_use_id in self._pending:
+                raise InvalidInputError(f"tool use {tool_use_id!r} is already waiting for approval")
+            self._pending[tool_use_id] = pending
+            waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        if self._on_request is not None:
+            self._on_request(request)
+        try:
+            return await pending.future
+        finally:
+            with self._lock:
+                if self._pending.get(tool_use_id) is pending:
+                    del self._pending[tool_use_id]
+
+    # ------------------------------------------------------------------------------------------ the UI side
+
+    def pending(self) -> list[ApprovalRequest]:
+        """The requests waiting for an answer, oldest first."""
+        with self._lock:
+            return [p.request for p in self._pending.values() if not p.future.done()]
+
+    async def wait_for_request(self) -> ApprovalRequest:
+        """The oldest pending request, waiting for one when there is none."""
+        while True:
+            loop = asyncio.get_running_loop()
+            with self._lock:
+                waiting = [p.request for p in self._pending.values() if not p.future.done()]
+                if waiting:
+                    return waiting[0]
+                waiter: asyncio.Future[None] = loop.create_future()
+                self._waiters.append(waiter)
+            await waiter
+
+    def answer(
+        self,
+        tool_use_id: str,
+        result: Literal["allow", "deny"],
+        *,
+        remember: Literal["once", "always"] = "once",
+        message: str | None = None,
+    ) -> ApprovalAnswer:
+        """Answer the pending approval of ``tool_use_id``; callable from any thread."""
+        if result not in ("allow", "deny"):
+            raise InvalidInputError(f"an approval is answered 'allow' or 'deny', not {result!r}")
+        if remember not in ("once", "always"):
+            raise InvalidInputError(f"remember is 'once' or 'always', not {remember!r}")
+        with self._lock:
+            pending = self._pending.pop(tool_use_id, None)
+            if pending is None or pending.future.done():
+                waiting = sorted(self._pending)
+                raise InvalidInputError(
+                    f"no tool use {tool_use_id!r} is waiting for approval; waiting: {waiting or 'none'}"
+                )
+            if remember == "always":
+                for key in pending.request.keys:
+                    self._remembered[key] = result == "allow"
+        answer = ApprovalAnswer(tool_use_id, result, remember, message if result == "deny" else None)
+        decision = ApprovalDecision(allow=result == "allow", remember=remember, message=answer.deny_message)
+        on_answer = self._on_answer
+
+        def settle() -> None:
+            # On the loop that asked, and before the waiting call goes on: the session records the answer
+            # (user.tool_confirmation) ahead of the tool's result, and never from a foreign thread.
+            try:
+                if on_answer is not None:
+                    on_answer(answer)
+            finally:
+                if not pending.future.done():
+                    pending.future.set_result(decision)
+
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is pending.loop:
+            settle()
+        else:
+            pending.loop.call_soon_threadsafe(settle)
+        return answer
+
+    @property
+    def remembered(self) -> Mapping[str, bool]:
+        """The "always" answers of this session: key -> allowed."""
+        with self._lock:
+            return MappingProxyType(dict(self._remembered))
+
+    def forget(self) -> None:
+        """Drop every "always" answer; the next such call asks again."""
+        with self._lock:
+            self._remembered.clear()
+
+    def _recall(self, keys: tuple[str, ...]) -> bool | None:
+        if not keys:
+            return None
+        with self._lock:
+            answers = [self._remembered.get(key) for key in keys]
+        if False in answers:
+            return False
+        if all(answers):
+            return True
+        return None

@@ -1,0 +1,129 @@
+"""The ``bash`` tool: one command in a subprocess whose working directory is the workspace.
+
+A command can reach anything the user can, so the tool declares ``execute``: the ``workspace-write``
+preset asks before running it, ``read-only`` refuses it. Output (stdout and stderr interleaved) is kept up
+to a cap; a command that outlives its timeout, or a turn that is interrupted, has its whole process group
+killed, and so do background processes that still hold the output open once the shell has exited
+(``nohup server > log 2>&1 &`` keeps one running).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+
+from ..base import ToolResult
+from ..definition import ToolContext, ToolDefinition
+from ..functions import function_tool
+from ..output import MAX_LOG_CHARS
+
+__all__ = ["bash_tool"]
+
+DRAIN_SECONDS = 0.5
+"""After the shell exits, how long its output may stay open (held by processes it started in the
+background) before they are killed."""
+
+
+class _Collector(asyncio.SubprocessProtocol):
+    """Keeps the first ``cap`` bytes of the output and counts the rest. It hears of the shell's exit as
+    soon as it happens: asyncio's ``Process.wait()`` waits for the pipes too, which a background process
+    can hold open forever."""
+
+    def __init__(self, cap: int, loop: asyncio.AbstractEventLoop) -> None:
+        self.cap = cap
+        self.kept = bytearray()
+        self.dropped = 0
+        self.exited: asyncio.Future[None] = loop.create_future()
+        self.drained: asyncio.Future[None] = loop.create_future()
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        chunk = data.encode() if isinstance(data, str) else data
+        room = self.cap - len(self.kept)
+        self.kept += chunk[:room]
+        self.dropped += max(0, len(chunk) - room)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if not self.drained.done():
+            self.drained.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+    def text(self) -> str:
+        text = self.kept.decode("utf-8", errors="replace")
+        if self.dropped:
+            text += f"\n[... {self.dropped:,} more bytes of output were not kept]"
+        return text
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
+
+
+def bash_tool(*, timeout: float = 120.0, max_timeout: float = 600.0, max_output: int = MAX_LOG_CHARS) -> ToolDefinition:
+    """The ``bash`` tool; commands time out after ``timeout`` seconds unless the call asks for another
+    limit (at most ``max_timeout``)."""
+
+    async def bash(command: str, timeout_seconds: float | None = None, *, ctx: ToolContext) -> ToolResult:
+        """Run a bash command in the workspace directory and return its output and exit status.
+
+        Args:
+            command: The command line, run with `bash -c`.
+            timeout_seconds: Kill the command after this many seconds.
+        """
+        limit = min(timeout_seconds or timeout, max_timeout)
+        loop = asyncio.get_running_loop()
+        collector = _Collector(max_output, loop)
+        transport, _ = await loop.subprocess_exec(
+            lambda: collector,
+            "bash",
+            "-c",
+            command,
+            cwd=ctx.workspace,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so a kill reaches what it started too
+        )
+        pid = transport.get_pid()
+        try:
+            try:
+                async with asyncio.timeout(limit):
+                    # Shielded: the timeout must cancel this wait, not the future the protocol resolves.
+                    await asyncio.shield(collector.exited)
+            except TimeoutError:
+                _kill_group(pid)
+                await collector.exited
+                await _drain(collector, pid)
+                return ToolResult.error(f"{collector.text()}\n[killed after {limit:g} s]".lstrip(), "TIMEOUT")
+            await _drain(collector, pid)
+        except asyncio.CancelledError:
+            _kill_group(pid)
+            # Let the shell be reaped before the turn goes on: the interrupt leaves nothing running.
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(collector.exited)
+            raise
+        finally:
+            transport.close()
+        status = transport.get_returncode()
+        text = collector.text() or "(no output)"
+        if status != 0:
+            return ToolResult.error(f"{text}\n[exit status {status}]", "NONZERO_EXIT")
+        return ToolResult.text(text)
+
+    return function_tool(bash, access={"execute"}, origin="builtin")
+
+
+async def _drain(collector: _Collector, pid: int) -> None:
+    """Take the output still in the pipe. Background processes that hold it open past the grace period
+    are killed with the group: the call would otherwise never end (redirect their output to keep them)."""
+    try:
+        async with asyncio.timeout(DRAIN_SECONDS):
+            await asyncio.shield(collector.drained)
+    except TimeoutError:
+        _kill_group(pid)

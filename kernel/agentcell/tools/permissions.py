@@ -1,0 +1,220 @@
+"""Permission presets: what a tool call may do without asking, what needs the user, what is refused.
+
+Every tool declares what it touches (:data:`Access`): ``read`` and ``edit`` of files (with the paths of a
+call, when the tool can name them), ``execute`` (runs arbitrary code or commands, which no path check can
+confine), ``kernel`` (runs Python in the notebook's own kernel, the process the user is already running
+code in) and ``fetch`` (reaches the network). A preset maps each to allow / ask / deny:
+
+=================  ==========  ===============  ==================
+access             read-only   workspace-write  danger-full-access
+=================  ==========  ===============  ==================
+read, inside       allow       allow            allow
+read, outside      ask         ask              allow
+edit, inside       deny        allow            allow
+edit, outside      deny        ask              allow
+execute            deny        ask              allow
+kernel             deny        allow            allow
+fetch              ask         ask              allow
+=================  ==========  ===============  ==================
+
+``kernel`` is allowed under ``workspace-write`` because running Python in the notebook's namespace is what
+a notebook agent is for, and a notebook run headless (nbclient, Binder) has nobody to ask; ``bash`` and MCP
+tools still ask.
+
+"Inside" is the workspace or one of the permitted temporary directories, after resolving ``..`` and every
+symlink, so ``../x``, an absolute path, a symlink pointing out and a path under a symlinked directory that
+leads out are all outside. A call's verdict is the strictest of its accesses. A tool that declares nothing
+is allowed everywhere (a user's own function touches what the user wrote it to touch).
+
+When a call needs asking and no approver is attached (a script without a UI), it is **denied**: the
+preset's answer without a user is "no", so nothing wider than the preset happens unattended.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, TypeAlias, get_args
+
+from ..errors import InvalidInputError
+from .base import Permission
+
+__all__ = [
+    "PRESETS",
+    "Access",
+    "OutsideWorkspaceError",
+    "PathUse",
+    "PermissionPolicy",
+    "Preset",
+    "Verdict",
+]
+
+Access = Literal["read", "edit", "execute", "kernel", "fetch"]
+Preset = Literal["read-only", "workspace-write", "danger-full-access"]
+PRESETS: tuple[Preset, ...] = get_args(Preset)
+
+PathUse: TypeAlias = tuple[str, Literal["read", "edit"]]
+"""A path a call would touch (relative to the workspace, or absolute) and how."""
+
+_RANK: dict[Permission, int] = {"allow": 0, "ask": 1, "deny": 2}
+
+# (inside, outside) for the path accesses; one answer for the others.
+_TABLE: dict[Preset, dict[str, tuple[Permission, Permission]]] = {
+    "read-only": {
+        "read": ("allow", "ask"),
+        "edit": ("deny", "deny"),
+        "execute": ("deny", "deny"),
+        "kernel": ("deny", "deny"),
+        "fetch": ("ask", "ask"),
+    },
+    "workspace-write": {
+        "read": ("allow", "ask"),
+        "edit": ("allow", "ask"),
+        "execute": ("ask", "ask"),
+        "kernel": ("allow", "allow"),
+        "fetch": ("ask", "ask"),
+    },
+    "danger-full-access": {
+        "read": ("allow", "allow"),
+        "edit": ("allow", "allow"),
+        "execute": ("allow", "allow"),
+        "kernel": ("allow", "allow"),
+        "fetch": ("allow", "allow"),
+    },
+}
+
+
+@functools.lru_cache(maxsize=32)
+def _with_preset(policy: PermissionPolicy, preset: Preset) -> PermissionPolicy:
+    # Cached: building a policy resolves its directories on disk, and calls ask for one per session.
+    return PermissionPolicy(preset, policy.workspace, policy.temp_dirs)
+
+
+class OutsideWorkspaceError(PermissionError):
+    """A file tool was asked for a path the call was not permitted to touch."""
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    permission: Permission
+    reason: str = ""
+    """Why the call is asked about or denied, for the user and the model."""
+    keys: tuple[str, ...] = ()
+    """What an "always" answer is remembered under."""
+    outside: bool = False
+    """The call touches paths outside the workspace (allowed only by the preset or an approval)."""
+
+
+ALLOWED = Verdict("allow")
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionPolicy:
+    """A preset applied to one workspace."""
+
+    preset: Preset = "workspace-write"
+    workspace: Path = field(default_factory=Path.cwd)
+    temp_dirs: tuple[Path, ...] = field(default_factory=lambda: (Path(tempfile.gettempdir()),))
+    """Directories that count as inside besides the workspace (by default the system temp dir)."""
+    _roots: tuple[Path, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.preset not in PRESETS:
+            raise InvalidInputError(f"unknown permission preset {self.preset!r}; choose one of {PRESETS}")
+        workspace = Path(self.workspace).resolve()
+        object.__setattr__(self, "workspace", workspace)
+        temp = tuple(Path(p).resolve() for p in self.temp_dirs)
+        object.__setattr__(self, "temp_dirs", temp)
+        object.__setattr__(self, "_roots", (workspace, *temp))
+
+    def with_preset(self, preset: Preset) -> PermissionPolicy:
+        """This policy's workspace and temp dirs under another preset."""
+        return self if preset == self.preset else _with_preset(self, preset)
+
+    # ------------------------------------------------------------------------------------------ paths
+
+    def resolve(self, path: str | os.PathLike[str]) -> Path:
+        """The real path ``path`` names, relative paths taken from the workspace; symlinks are followed
+        even where the final target does not exist yet, so a dangling link cannot smuggle a write out."""
+        return Path(os.path.realpath(self.workspace / Path(path).expanduser()))
+
+    def contains(self, real: Path) -> bool:
+        return any(real == root or real.is_relative_to(root) for root in self._roots)
+
+    def check(self, path: str | os.PathLike[str], kind: Literal["read", "edit"], *, approved: bool) -> Path:
+        """Resolve ``path`` for a tool that is about to touch it; raises :class:`OutsideWorkspaceError` when
+        neither the preset nor an approval covers it. File tools call this right before opening, so a
+        symlink swapped in after the permission check is still caught."""
+        real = self.resolve(path)
+        if kind == "edit" and self.preset == "read-only":
+            raise OutsideWorkspaceError(f"the read-only preset does not allow writing {path}")
+        if not approved and self.preset != "danger-full-access" and not self.contains(real):
+            raise OutsideWorkspaceError(
+                f"{path} resolves to {real}, outside the workspace {self.workspace}; "
+                "touching it needs the user's approval"
+            )
+        return real
+
+    # ------------------------------------------------------------------------------------------ verdicts
+
+    def evaluate(self, tool: str, access: frozenset[Access], paths: Sequence[PathUse] | None) -> Verdict:
+        """The verdict for a call of ``tool`` that touches ``access`` and, for file accesses, ``paths``.
+
+        ``paths`` is None when the tool cannot name its paths: a read then counts as inside (reading
+        cannot harm) and an edit as outside (it could be anywhere).
+        """
+        if not access:
+            return ALLOWED
+        table = _TABLE[self.preset]
+        worst: Permission = "allow"
+        reasons: list[str] = []
+        keys: list[str] = []
+        outside = False
+
+        def weigh(answer: Permission, reason: str, key: str) -> None:
+            nonlocal worst
+            if answer == "allow":
+                return
+            if _RANK[answer] > _RANK[worst]:
+                worst = answer
+            reasons.append(reason)
+            keys.append(key)
+
+        verbs = {
+            "execute": "run code or commands",
+            "kernel": "run code in the notebook's kernel",
+            "fetch": "reach the network",
+        }
+        for kind, verb in verbs.items():
+            if kind in access:
+                weigh(table[kind][0], f"{tool} would {verb}", f"{tool}:{kind}")
+        for kind in ("read", "edit"):
+            if kind not in access:
+                continue
+            named = [p for p in paths or () if p[1] == kind]
+            if paths is None and kind == "edit":
+                outside = True
+                weigh(table[kind][1], f"{tool} would write files it cannot name in advance", f"{tool}:{kind}")
+            for raw, _ in named:
+                real = self.resolve(raw)
+                if self.contains(real):
+                    weigh(table[kind][0], f"{tool} would write {real}", f"{tool}:{kind}")
+                    continue
+                outside = True
+                verb = "read" if kind == "read" else "write"
+                where = real if real.is_dir() else real.parent
+                weigh(
+                    table[kind][1],
+                    f"{tool} would {verb} {real}, outside the workspace {self.workspace}",
+                    f"{tool}:{kind}:{where}",
+                )
+        if worst == "allow":
+            return Verdict("allow", outside=outside)
+        reason = "; ".join(dict.fromkeys(reasons))
+        if worst == "deny":
+            reason = f"the {self.preset} preset does not allow this: {reason}"
+        return Verdict(worst, reason, tuple(dict.fromkeys(keys)), outside)
