@@ -34,17 +34,11 @@ def make_events(session_id: str, count: int) -> list[ev.Event]:
         if kind == 0:
             out.append(ev.AgentMessage(**base, content=[ev.TextBlock(text=f"answer {i} " * 12)]))
         elif kind == 1:
-            out.append(
-                ev.AgentToolUse(**base, call_id=f"toolu_{i}", name="python", input={"code": f"x = {i}"})
-            )
+            out.append(ev.AgentToolUse(**base, call_id=f"toolu_{i}", name="python", input={"code": f"x = {i}"}))
         elif kind == 2:
-            out.append(
-                ev.AgentToolResult(**base, tool_use_id=f"sevt_{i}", content=[ev.TextBlock(text=str(i))])
-            )
+            out.append(ev.AgentToolResult(**base, tool_use_id=f"sevt_{i}", content=[ev.TextBlock(text=str(i))]))
         elif kind == 3:
-            out.append(
-                ev.SpanModelRequestEnd(**base, model_request_start_id="s", model_usage=Usage(input_tokens=i))
-            )
+            out.append(ev.SpanModelRequestEnd(**base, model_request_start_id="s", model_usage=Usage(input_tokens=i)))
         else:
             usage = usage + Usage(input_tokens=100, output_tokens=10, list_cost=Decimal("0.00045"))
             out.append(ev.SessionUsageEvent(**base, usage=usage))

@@ -20,9 +20,7 @@ def validated(model: type[M], data: dict[str, Any], what: str) -> M:
     try:
         return model.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}" for err in exc.errors()
-        )
+        problems = "; ".join(f"{'.'.join(str(p) for p in err['loc']) or 'value'}: {err['msg']}" for err in exc.errors())
         raise InvalidInputError(f"invalid {what}: {problems}") from None
 
 

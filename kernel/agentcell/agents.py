@@ -132,9 +132,7 @@ class Agent(_Model):
 
 def _check_system(system: object) -> None:
     if isinstance(system, str) and len(system) > MAX_SYSTEM_CHARS:
-        raise InvalidInputError(
-            f"the system prompt has {len(system):,} characters; the limit is {MAX_SYSTEM_CHARS:,}"
-        )
+        raise InvalidInputError(f"the system prompt has {len(system):,} characters; the limit is {MAX_SYSTEM_CHARS:,}")
 
 
 class AgentsAPI:

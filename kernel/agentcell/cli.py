@@ -1,11 +1,14 @@
-"""The ``agentcell`` command."""
+"""The ``agentcell`` command: ``run`` a notebook headless, ``install`` the kernelspec, ``demo`` the engine."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 __all__ = ["main"]
 
@@ -38,19 +41,103 @@ def _demo(args: argparse.Namespace) -> int:
         print("events:", ", ".join(e.type for e in session.events()))
     with Engine(db) as engine:
         reopened = engine.sessions.get(session.id)
-        print(
-            f"reopened from the store: {len(reopened.events())} events, "
-            f"list cost ${reopened.usage.list_cost:.6f}"
-        )
+        print(f"reopened from the store: {len(reopened.events())} events, list cost ${reopened.usage.list_cost:.6f}")
     return 0
 
 
+def _install(args: argparse.Namespace) -> int:
+    from .kernel.kernelspec import install
+
+    prefix = sys.prefix if args.sys_prefix else args.prefix
+    where = install(user=args.user, prefix=prefix)
+    print(f"installed the agentcell kernelspec in {where}")
+    return 0
+
+
+def _first_line(source: str) -> str:
+    line = next((ln for ln in source.splitlines() if ln.strip()), "")
+    return line if len(line) <= 60 else line[:57] + "…"
+
+
+def _run(args: argparse.Namespace) -> int:
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    path = Path(args.notebook).resolve()
+    if not path.exists():
+        print(f"agentcell run: no notebook at {path}", file=sys.stderr)
+        return 2
+    out = Path(args.output).resolve() if args.output else path.with_name(f"{path.stem}.executed.ipynb")
+    nb = nbformat.read(path, as_version=4)
+    # The kernel finds the notebook's session by its path; a headless run starts a fresh conversation
+    # (mapped to the path, so opening the notebook later continues it) unless --continue is given.
+    os.environ["JPY_SESSION_NAME"] = str(path)
+    if not args.continue_session:
+        os.environ["AGENTCELL_NEW_SESSION"] = "1"
+    if args.model:
+        os.environ["AGENTCELL_MODEL"] = args.model
+    code_cells = [c for c in nb.cells if c.cell_type == "code"]
+    total = len(code_cells)
+    started: dict[str, float] = {}
+
+    def on_start(cell: Any, cell_index: int, **_: Any) -> None:
+        started[cell.id] = time.perf_counter()
+        position = code_cells.index(cell) + 1 if cell in code_cells else cell_index + 1
+        print(f"[{position}/{total}] {_first_line(cell.source)}", file=sys.stderr, flush=True)
+
+    def on_done(cell: Any, **_: Any) -> None:
+        elapsed = time.perf_counter() - started.get(cell.id, time.perf_counter())
+        failed = any(o.get("output_type") == "error" for o in cell.get("outputs", []))
+        print(f"      {'failed' if failed else 'done'} in {elapsed:.1f} s", file=sys.stderr, flush=True)
+
+    client = NotebookClient(
+        nb,
+        kernel_name="agentcell",
+        timeout=args.timeout,
+        store_widget_state=True,
+        resources={"metadata": {"path": str(path.parent)}},
+        on_cell_start=on_start,
+        on_cell_executed=on_done,
+    )
+    status = 0
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        print(f"agentcell run: a cell failed:\n{str(exc).strip()[-2000:]}", file=sys.stderr)
+        status = 1
+    finally:
+        nbformat.write(nb, out)
+    print(f"wrote {out}", file=sys.stderr)
+    return status
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="agentcell", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="agentcell", description="A Jupyter kernel where every cell is an agent turn."
+    )
     commands = parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="execute a notebook headless on the agentcell kernel")
+    run.add_argument("notebook")
+    run.add_argument("-o", "--output", help="where to write the executed notebook (default NAME.executed.ipynb)")
+    run.add_argument("--model", help="model for this run (e.g. local:smollm2, claude-…, scripted)")
+    run.add_argument("--timeout", type=int, default=600, help="seconds each cell may take (default 600)")
+    run.add_argument("--continue", dest="continue_session", action="store_true",
+                     help="continue the notebook's existing session instead of starting a fresh one")  # fmt: skip
+    run.set_defaults(run=_run)
+
+    install = commands.add_parser("install", help="install the agentcell kernelspec")
+    where = install.add_mutually_exclusive_group()
+    where.add_argument("--user", action="store_true", help="into the user's Jupyter data directory")
+    where.add_argument("--sys-prefix", action="store_true", help="into this environment (sys.prefix)")
+    where.add_argument("--prefix", help="under this prefix")
+    install.set_defaults(run=_install)
+
     demo = commands.add_parser("demo", help="run one turn of the engine on the scripted provider")
     demo.add_argument("--db", help="database file (default: a temporary one)")
     demo.set_defaults(run=_demo)
+
     args = parser.parse_args(argv)
     return int(args.run(args))
 

@@ -195,6 +195,8 @@ class AgentToolResult(_EventBase):
     """The id of the ``agent.tool_use`` event this result answers."""
     content: list[ContentBlock] = []
     is_error: bool = False
+    full_text: str | None = None
+    """The whole output when ``content`` was cut for the model (itself capped at 1,000,000 characters)."""
 
 
 class AgentCustomToolUse(_EventBase):
@@ -276,11 +278,13 @@ class SessionUpdated(_EventBase):
     budget: Budget | None = None
     metadata: dict[str, str] | None = None
     title: str | None = None
+    permissions: Literal["read-only", "workspace-write", "danger-full-access"] | None = None
+    """The new permission preset, present only when it changed."""
 
     @model_serializer(mode="wrap")
     def _only_changed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        for key in ("agent", "budget", "metadata", "title"):
+        for key in ("agent", "budget", "metadata", "title", "permissions"):
             if key not in self.model_fields_set:
                 data.pop(key, None)
         return data

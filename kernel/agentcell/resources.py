@@ -44,6 +44,4 @@ class MemoryStoreResource(_Model):
     """Guidance rendered into the memory section of the system prompt."""
 
 
-Resource: TypeAlias = Annotated[
-    GitRepository | FileResource | MemoryStoreResource, Field(discriminator="type")
-]
+Resource: TypeAlias = Annotated[GitRepository | FileResource | MemoryStoreResource, Field(discriminator="type")]

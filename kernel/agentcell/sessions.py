@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel
 
@@ -48,11 +48,13 @@ from .events import (
     UserCustomToolResult,
     UserInterrupt,
     UserMessage,
+    UserToolConfirmation,
     utc_now,
 )
 from .ids import new_id
 from .resources import Resource
-from .store.base import SessionRecord
+from .store.base import PermissionPreset, SessionRecord
+from .tools.approvals import ApprovalAnswer, ApprovalBroker
 from .usage import Budget, Usage
 
 if TYPE_CHECKING:
@@ -151,7 +153,11 @@ class Session:
         self._listeners: list[Callable[[StreamItem], None]] = []
         self._lock = threading.Lock()
         self.approver: Approver | None = None
-        """Asked when a tool needs the user's approval; set by the host (the kernel, a UI)."""
+        """Asked when a tool needs the user's approval. None (a script with no UI): the preset decides,
+        and a call that needs asking is refused. A host that can show approvals sets
+        ``session.approver = session.approvals`` and answers with :meth:`confirm_tool`."""
+        self.approvals = ApprovalBroker(on_answer=self._record_confirmation)
+        """Tool calls of this session waiting for approval: ``.pending()``; answer with ``confirm_tool``."""
 
     # ------------------------------------------------------------------------------------------ state
 
@@ -275,10 +281,7 @@ class Session:
         """Hold ``worst_case`` of the budget for a request; False when it does not fit what remains."""
         budget = self.budget
         with self._lock:
-            if (
-                budget is not None
-                and self.usage.list_cost + self._reserved + worst_case > budget.max_list_cost
-            ):
+            if budget is not None and self.usage.list_cost + self._reserved + worst_case > budget.max_list_cost:
                 return False
             self._reserved += worst_case
             return True
@@ -319,30 +322,34 @@ class Session:
 
     def _pending_custom_tool_uses(self) -> set[str]:
         last_idle = self._engine.store.last_event(self.id, "session.status_idle")
-        if not isinstance(last_idle, SessionStatusIdle) or not isinstance(
-            last_idle.stop_reason, RequiresAction
-        ):
+        if not isinstance(last_idle, SessionStatusIdle) or not isinstance(last_idle.stop_reason, RequiresAction):
             return set()
         answered = {
             e.custom_tool_use_id
-            for e in self._engine.store.events(
-                self.id, types=("user.custom_tool_result",), after_id=last_idle.id
-            )
+            for e in self._engine.store.events(self.id, types=("user.custom_tool_result",), after_id=last_idle.id)
             if isinstance(e, UserCustomToolResult)
         }
         return set(last_idle.stop_reason.event_ids) - answered
 
     async def send(
-        self, message: str | Sequence[ContentBlock] | CustomToolResult
+        self, message: str | Sequence[ContentBlock] | CustomToolResult, *, tool_choice: str | None = None
     ) -> AsyncIterator[StreamItem]:
         """Run one turn, yielding its previews and buffered events in order until ``session.status_idle``.
 
-        Closing the iterator early (or cancelling the task that iterates) interrupts the turn.
+        ``tool_choice`` ("any", "none", or a tool's name) applies to the turn's first model request only,
+        so a forced call is followed by an answer rather than a loop of calls. Closing the iterator early
+        (or cancelling the task that iterates) interrupts the turn.
         """
         if self.status == "terminated":
             raise SessionTerminatedError(f"session {self.id} was terminated; create a new session")
+        if tool_choice not in (None, "auto", "any", "none"):
+            offered = [t.name for t in TurnRunner(self).offered_tools(self.agent)]
+            if tool_choice not in offered:
+                raise InvalidInputError(
+                    f"tool_choice {tool_choice!r} is not a tool this agent has; it has: {', '.join(offered) or 'none'}"
+                )
         opening = self._opening(message)
-        turn = self._start(opening)
+        turn = self._start(opening, tool_choice)
         try:
             while True:
                 item = await turn.queue.get()
@@ -352,10 +359,13 @@ class Session:
         finally:
             task = turn.task
             if task is not None and not task.done():
+                # The reader went away mid-turn (closed the iterator, or its task was cancelled, e.g. by
+                # a kernel interrupt): that is the user interrupting.
+                self.emit(self.make(UserInterrupt))
                 task.cancel()
                 await asyncio.wait({task}, timeout=5)
 
-    def _start(self, opening: list[Event]) -> _Turn:
+    def _start(self, opening: list[Event], tool_choice: str | None) -> _Turn:
         with self._lock:
             if self._turn is not None:
                 raise SessionBusyError(
@@ -364,21 +374,26 @@ class Session:
             turn = _Turn(asyncio.get_running_loop())
             self._turn = turn
         unsubscribe = self.subscribe(turn.queue.put_nowait)
-        turn.task = turn.loop.create_task(self._run_turn(turn, opening, unsubscribe))
+        turn.task = turn.loop.create_task(self._run_turn(turn, opening, unsubscribe, tool_choice))
         return turn
 
-    async def _run_turn(self, turn: _Turn, opening: list[Event], unsubscribe: Callable[[], None]) -> None:
+    async def _run_turn(
+        self, turn: _Turn, opening: list[Event], unsubscribe: Callable[[], None], tool_choice: str | None
+    ) -> None:
         stop: StopReason = EndTurn()
         try:
             for event in opening:
                 self.emit(event)
-            if isinstance(opening[-1], UserCustomToolResult) and (
-                waiting := self._pending_custom_tool_uses()
-            ):
+            if isinstance(opening[-1], UserCustomToolResult) and (waiting := self._pending_custom_tool_uses()):
                 stop = RequiresAction(event_ids=sorted(waiting))
             else:
                 self.emit(self.make(SessionStatusRunning))
-                stop = await TurnRunner(self).run()
+                for status in await self._engine.ensure_mcp(self.agent):
+                    if status.state == "failed":  # the turn goes on without that server's tools
+                        message = f"MCP server {status.name} did not start: {status.error or 'no reason given'}"
+                        info = ErrorInfo(type="mcp_connection_failed_error", message=message)
+                        self.emit(self.make(SessionError, error=info))
+                stop = await TurnRunner(self, first_tool_choice=tool_choice).run()
         except asyncio.CancelledError:
             stop = Interrupted()
         except Exception as exc:  # a bug must not leave the session stuck in "running"
@@ -399,11 +414,12 @@ class Session:
         message: str | Sequence[ContentBlock] | CustomToolResult,
         *,
         on_item: Callable[[StreamItem], None] | None = None,
+        tool_choice: str | None = None,
     ) -> TurnResult:
         """Run one turn to its end and return what it produced; ``on_item`` sees every item as it streams."""
         events: list[Event] = []
         stop: StopReason = EndTurn()
-        async for item in self.send(message):
+        async for item in self.send(message, tool_choice=tool_choice):
             if on_item is not None:
                 on_item(item)
             if not item.type.startswith("event_"):
@@ -412,9 +428,11 @@ class Session:
                     stop = item.stop_reason
         return TurnResult(stop_reason=stop, events=events)
 
-    def send_sync(self, message: str | Sequence[ContentBlock] | CustomToolResult) -> TurnResult:
+    def send_sync(
+        self, message: str | Sequence[ContentBlock] | CustomToolResult, *, tool_choice: str | None = None
+    ) -> TurnResult:
         """:meth:`ask` for scripts without an event loop."""
-        return self._engine.run_sync(self.ask(message))
+        return self._engine.run_sync(self.ask(message, tool_choice=tool_choice))
 
     def interrupt(self) -> None:
         """Stop the running turn (from any thread). It ends within a second with ``interrupted``."""
@@ -436,6 +454,33 @@ class Session:
         else:
             turn.loop.call_soon_threadsafe(cancel)
 
+    # ------------------------------------------------------------------------------------------ approvals
+
+    def _record_confirmation(self, answer: ApprovalAnswer) -> None:
+        # Runs on the turn's loop before the waiting tool goes on, so the log reads
+        # agent.tool_use -> user.tool_confirmation -> agent.tool_result.
+        self.emit(
+            self.make(
+                UserToolConfirmation,
+                tool_use_id=answer.tool_use_id,
+                result=answer.result,
+                remember=answer.remember,
+                deny_message=answer.deny_message,
+            )
+        )
+
+    def confirm_tool(
+        self,
+        tool_use_id: str,
+        result: Literal["allow", "deny"],
+        *,
+        remember: Literal["once", "always"] = "once",
+        message: str | None = None,
+    ) -> None:
+        """Answer a tool call waiting for approval (from any thread); "always" holds for the rest of the
+        session. Raises InvalidInputError when nothing with that id is waiting."""
+        self.approvals.answer(tool_use_id, result, remember=remember, message=message)
+
     # ------------------------------------------------------------------------------------------ updates
 
     def update(
@@ -445,8 +490,10 @@ class Session:
         metadata: dict[str, str] | _Unset = UNSET,
         budget: str | int | Decimal | Budget | _Unset | None = UNSET,
         agent_version: int | _Unset = UNSET,
+        permissions: PermissionPreset | _Unset = UNSET,
     ) -> Session:
-        """Change the title, metadata, budget or pinned agent version; emits ``session.updated``."""
+        """Change the title, metadata, budget, permission preset or pinned agent version; emits
+        ``session.updated`` with what changed."""
         if self.status == "terminated":
             raise SessionTerminatedError(f"session {self.id} was terminated; it cannot be updated")
         changes: dict[str, Any] = {}
@@ -465,6 +512,12 @@ class Session:
             parsed = _parse_budget(budget)
             if parsed != self._record.budget:
                 changes["budget"] = event_fields["budget"] = parsed
+        if permissions is not UNSET and permissions != self._record.permissions:
+            if permissions not in get_args(PermissionPreset):
+                raise InvalidInputError(
+                    f"unknown permission preset {permissions!r}; use one of {', '.join(get_args(PermissionPreset))}"
+                )
+            changes["permissions"] = event_fields["permissions"] = permissions
         if agent_version is not UNSET:
             agent = self._engine.agents.get(self._record.agent_id, agent_version)
             if agent.version != self._record.agent_version:
@@ -516,6 +569,7 @@ class SessionsAPI:
         budget: str | int | Decimal | Budget | None = None,
         resources: Sequence[Resource | dict[str, Any]] = (),
         max_turns: int = 25,
+        permissions: PermissionPreset = "workspace-write",
     ) -> Session:
         """Start a session on ``agent`` (an id: its latest version, unless ``version`` pins one)."""
         if isinstance(agent, Agent):
@@ -538,6 +592,7 @@ class SessionsAPI:
                 "budget": _parse_budget(budget),
                 "resources": list(resources),
                 "max_turns": max_turns,
+                "permissions": permissions,
                 "created_at": utc_now(),
             },
             "session",

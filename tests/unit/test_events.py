@@ -34,8 +34,7 @@ def _wire(model: type[BaseModel]) -> dict[str, object]:
 
 def test_wire_names_match_the_snapshot() -> None:
     current = {
-        str(model.model_fields["type"].default): _wire(model)
-        for model in _members(ev.Event) + _members(ev.Preview)
+        str(model.model_fields["type"].default): _wire(model) for model in _members(ev.Event) + _members(ev.Preview)
     }
     for name, union in (("stop_reason", ev.StopReason), ("content_block", ev.ContentBlock)):
         for model in _members(union):
@@ -73,9 +72,7 @@ def _envelope() -> dict[str, object]:
         ev.AgentToolUse(**_envelope(), call_id="toolu_1", name="python", input={"code": "1+1"}),
         ev.SessionUsageEvent(**_envelope(), usage=Usage(input_tokens=5, list_cost=Decimal("0.000015"))),
         ev.SpanModelRequestEnd(**_envelope(), model_request_start_id="s", model_usage=Usage()),
-        ev.UserDefineOutcome(
-            **_envelope(), outcome_id="outc_1", description="d", rubric=ev.TextRubric(content="r")
-        ),
+        ev.UserDefineOutcome(**_envelope(), outcome_id="outc_1", description="d", rubric=ev.TextRubric(content="r")),
     ],
 )
 def test_events_round_trip_through_json(event: ev.Event) -> None:
@@ -105,9 +102,7 @@ def test_session_updated_carries_only_what_changed() -> None:
 
 def test_previews_are_not_events_but_are_stream_items() -> None:
     start = ev.EventStart(event=ev.PreviewRef(type="agent.message", id="sevt_1"))
-    delta = ev.EventDelta(
-        event_id="sevt_1", delta=ev.ContentDelta(index=0, content=ev.TextBlock(text="Here is"))
-    )
+    delta = ev.EventDelta(event_id="sevt_1", delta=ev.ContentDelta(index=0, content=ev.TextBlock(text="Here is")))
     assert json.loads(delta.model_dump_json())["delta"] == {
         "type": "content_delta",
         "index": 0,

@@ -34,9 +34,7 @@ def _text(event: ev.Event) -> str:
 
 
 async def test_previews_stream_then_the_buffered_event_reconciles_them(db_path: Path) -> None:
-    engine, _ = scripted_engine(
-        db_path, [ScriptedResponse(steps=[ScriptedText(text="Hello, world!", chunk_size=3)])]
-    )
+    engine, _ = scripted_engine(db_path, [ScriptedResponse(steps=[ScriptedText(text="Hello, world!", chunk_size=3)])])
     agent = engine.agents.create(name="a", model="scripted")
     session = engine.sessions.create(agent=agent.id)
     items = [item async for item in session.send("hi")]
@@ -51,17 +49,13 @@ async def test_previews_stream_then_the_buffered_event_reconciles_them(db_path: 
     assert "".join(d.delta.content.text for d in deltas) == _text(message) == "Hello, world!"  # type: ignore[union-attr]
     assert types.index("event_start") < types.index("event_delta") < types.index("agent.message")
     stored = session.events()
-    assert [e.type for e in stored] == [
-        t for t in types if not t.startswith("event_")
-    ]  # previews never stored
+    assert [e.type for e in stored] == [t for t in types if not t.startswith("event_")]  # previews never stored
     await engine.aclose()
 
 
 async def test_thinking_is_previewed_start_only_and_sent_back_with_its_signature(db_path: Path) -> None:
     script = [
-        ScriptedResponse(
-            steps=[ScriptedThinking(thinking="let me think", signature="sig-1"), ScriptedText(text="42")]
-        ),
+        ScriptedResponse(steps=[ScriptedThinking(thinking="let me think", signature="sig-1"), ScriptedText(text="42")]),
         ScriptedResponse(steps=[ScriptedText(text="again 42")]),
     ]
     engine, provider = scripted_engine(db_path, script)
@@ -203,9 +197,7 @@ async def test_a_refusal_is_surfaced(db_path: Path) -> None:
 
 async def test_a_failure_before_output_ends_the_turn_with_a_typed_error(db_path: Path) -> None:
     script = [
-        ScriptedResponse(
-            steps=[ScriptedError(message="overloaded", status_code=529, error_type="overloaded_error")]
-        )
+        ScriptedResponse(steps=[ScriptedError(message="overloaded", status_code=529, error_type="overloaded_error")])
     ]
     engine, provider = scripted_engine(db_path, script)
     session = engine.sessions.create(agent=engine.agents.create(name="a", model="scripted").id)
@@ -223,9 +215,7 @@ async def test_a_failure_after_output_abandons_the_preview_and_retries_without_d
     db_path: Path,
 ) -> None:
     script = [
-        ScriptedResponse(
-            steps=[ScriptedText(text="Hello wor", chunk_size=3), ScriptedError(error_class="connection")]
-        ),
+        ScriptedResponse(steps=[ScriptedText(text="Hello wor", chunk_size=3), ScriptedError(error_class="connection")]),
         ScriptedResponse(steps=[ScriptedText(text="Hello world", chunk_size=3)]),
     ]
     engine, provider = scripted_engine(db_path, script)

@@ -84,9 +84,7 @@ def test_resources_are_typed_and_tokens_never_stored(engine: Engine, db_path: Pa
     assert [r.type for r in reopened.record.resources] == ["git_repository", "file"]
     assert b"ghp_secret_token" not in db_path.read_bytes()
     with pytest.raises(InvalidInputError, match="commit"):
-        engine.sessions.create(
-            agent=agent.id, resources=[{"type": "git_repository", "url": "u", "commit": "abc"}]
-        )
+        engine.sessions.create(agent=agent.id, resources=[{"type": "git_repository", "url": "u", "commit": "abc"}])
 
 
 def test_update_emits_only_what_changed(engine: Engine) -> None:
@@ -177,9 +175,7 @@ def test_list_returns_every_session(engine: Engine) -> None:
 
 def test_system_prompt_is_sent(db_path: Path) -> None:
     engine, provider = scripted_engine(db_path)
-    session = engine.sessions.create(
-        agent=engine.agents.create(name="a", model="scripted", system="be brief").id
-    )
+    session = engine.sessions.create(agent=engine.agents.create(name="a", model="scripted", system="be brief").id)
     session.send_sync("hi")
     assert provider.requests[0].system == "be brief"
     assert provider.requests[0].model == "scripted"

@@ -30,16 +30,11 @@ def test_overlapping_threads_count_once() -> None:
 
 
 def test_a_thread_still_running_counts_until_the_end() -> None:
-    assert (
-        active_seconds([(at(0), None, "running"), (at(3), None, "idle"), (at(4), None, "running")], at(10))
-        == 9.0
-    )
+    assert active_seconds([(at(0), None, "running"), (at(3), None, "idle"), (at(4), None, "running")], at(10)) == 9.0
 
 
 def test_an_idle_without_running_is_ignored() -> None:
-    assert (
-        active_seconds([(at(1), "x", "idle"), (at(2), None, "running"), (at(3), None, "idle")], at(9)) == 1.0
-    )
+    assert active_seconds([(at(1), "x", "idle"), (at(2), None, "running"), (at(3), None, "idle")], at(9)) == 1.0
 
 
 intervals = st.lists(

@@ -6,17 +6,23 @@ import asyncio
 import os
 import threading
 from collections.abc import Coroutine, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..agents import AgentsAPI
+from ..agents import Agent, AgentsAPI, McpServer
+from ..errors import ConfigurationError
 from ..providers.base import ModelConfig, Provider
+from ..providers.defaults import register_http_providers
+from ..providers.local import register_local_provider
 from ..providers.registry import ProviderRegistry
 from ..providers.scripted import ScriptedProvider
 from ..sessions import SessionsAPI
 from ..store.base import Store
 from ..store.sqlite import SQLiteStore
 from ..tools.base import ToolHost
-from ..tools.simple import SimpleTools
+from ..tools.registry import default_registry
+
+if TYPE_CHECKING:
+    from ..tools.mcp import McpServerStatus, McpTools
 
 __all__ = ["Engine"]
 
@@ -53,14 +59,44 @@ class Engine:
         self.store: Store = store if store is not None else SQLiteStore(db)
         self.providers = ProviderRegistry()
         self.providers.register("scripted", _scripted)
+        register_http_providers(self.providers)
+        register_local_provider(self.providers)
         for prefix, provider in (providers or {}).items():
             self.providers.register(prefix, provider)
-        self.tools: ToolHost = tools if tools is not None else SimpleTools()
+        # The process-wide registry by default, so @agentcell.tool functions are offered at the next turn.
+        self.tools: ToolHost = tools if tools is not None else default_registry()
         self.agents = AgentsAPI(self.store)
         self.sessions = SessionsAPI(self)
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_lock = threading.Lock()
         self._closing: asyncio.Task[None] | None = None
+        self._mcp: dict[str, tuple[list[McpServer], McpTools]] = {}
+        """Per agent id: the servers running for it. The scope is the agent id, so sessions share them."""
+
+    async def ensure_mcp(self, agent: Agent) -> list[McpServerStatus]:
+        """Start the agent's MCP servers (once per agent and server list) and register their tools in its
+        scope; returns the status of servers that just started. Servers of an earlier version stop."""
+        current = self._mcp.get(agent.id)
+        if current is not None and current[0] == agent.mcp_servers:
+            return []
+        if current is not None:
+            del self._mcp[agent.id]
+            await current[1].stop()
+        if not agent.mcp_servers:
+            return []
+        from ..tools.mcp import McpTools
+        from ..tools.registry import ToolRegistry
+
+        if not isinstance(self.tools, ToolRegistry):
+            raise ConfigurationError("MCP servers need the engine's tools to be a ToolRegistry")
+        tools = McpTools(self.tools, agent.mcp_servers, scope=agent.id)
+        self._mcp[agent.id] = (list(agent.mcp_servers), tools)
+        return await tools.start()
+
+    async def _stop_mcp(self) -> None:
+        running, self._mcp = list(self._mcp.values()), {}
+        for _, tools in running:
+            await tools.stop()
 
     def run_sync(self, coroutine: Coroutine[Any, Any, T]) -> T:
         """Run a coroutine on the engine's own loop, for callers without one.
@@ -76,15 +112,14 @@ class Engine:
             coroutine.close()
             from ..errors import UserError
 
-            raise UserError(
-                "an event loop is running here; use `await session.ask(...)` instead of send_sync"
-            )
+            raise UserError("an event loop is running here; use `await session.ask(...)` instead of send_sync")
         with self._sync_lock:
             if self._sync_loop is None or self._sync_loop.is_closed():
                 self._sync_loop = asyncio.new_event_loop()
             return self._sync_loop.run_until_complete(coroutine)
 
     async def aclose(self) -> None:
+        await self._stop_mcp()
         await self.providers.aclose()
         self.store.close()
 
@@ -96,16 +131,20 @@ class Engine:
         except RuntimeError:
             running = None
         if running is not None:
-            self._closing = running.create_task(self.providers.aclose())
+            self._closing = running.create_task(self._aclose_providers())
         else:
             with self._sync_lock:
                 loop = self._sync_loop or asyncio.new_event_loop()
                 try:
-                    loop.run_until_complete(self.providers.aclose())
+                    loop.run_until_complete(self._aclose_providers())
                 finally:
                     loop.close()
                     self._sync_loop = None
         self.store.close()
+
+    async def _aclose_providers(self) -> None:
+        await self._stop_mcp()
+        await self.providers.aclose()
 
     def __enter__(self) -> Engine:
         return self

@@ -49,6 +49,7 @@ from ..providers.base import (
     BlockStop,
     ModelRequest,
     ModelResponse,
+    ModelSettings,
     RedactedThinkingPart,
     ResponseAccumulator,
     StreamEvent,
@@ -57,6 +58,7 @@ from ..providers.base import (
     ThinkingPart,
     ToolCallPart,
     ToolSchema,
+    shows_output,
 )
 from ..tools.base import ToolCall, ToolResult
 from ..usage import Pricing, Usage, worst_case_cost
@@ -96,9 +98,11 @@ class _Attempt:
 
 
 class TurnRunner:
-    def __init__(self, session: Session, thread_id: str | None = None) -> None:
+    def __init__(self, session: Session, thread_id: str | None = None, *, first_tool_choice: str | None = None) -> None:
         self.session = session
         self.thread_id = thread_id
+        self._tool_choice = first_tool_choice
+        """Applies to the first request only: a forced call is then answered, not repeated."""
         self._unanswered: dict[str, ToolCall] = {}
         self._custom_pending: list[str] = []
 
@@ -118,18 +122,16 @@ class TurnRunner:
         for _ in range(session.record.max_turns):
             agent = session.agent
             resolved = session.resolve_model()
-            offered = self._offered_tools(agent)
+            offered = self.offered_tools(agent)
             request = ModelRequest(
                 model=resolved.model,
                 system=agent.system,
                 messages=session.history(self.thread_id).messages(),
                 tools=offered,
-                settings=resolved.config.settings(),
+                settings=self._settings(resolved.config.settings()),
             )
             pricing = resolved.provider.pricing(resolved.model)
-            worst = worst_case_cost(
-                pricing, resolved.provider.input_token_bound(request), request.settings.max_tokens
-            )
+            worst = worst_case_cost(pricing, resolved.provider.input_token_bound(request), request.settings.max_tokens)
             if not session.reserve_budget(worst):
                 return BudgetReached()
             try:
@@ -155,7 +157,9 @@ class TurnRunner:
             return EndTurn()
         return MaxTurns()
 
-    def _offered_tools(self, agent: Agent) -> list[ToolSchema]:
+    def offered_tools(self, agent: Agent) -> list[ToolSchema]:
+        """The tools the model sees: the host's for this agent, filtered by its ToolFilter, plus its custom
+        tools."""
         from ..agents import ToolFilter
 
         schemas = self.session.tool_host.schemas(agent.id)
@@ -172,6 +176,10 @@ class TurnRunner:
         ]
         return schemas + custom
 
+    def _settings(self, settings: ModelSettings) -> ModelSettings:
+        choice, self._tool_choice = self._tool_choice, None
+        return settings if choice is None else settings.model_copy(update={"tool_choice": choice})
+
     # ------------------------------------------------------------------------------------------ requests
 
     async def _request(self, resolved: ResolvedModel, request: ModelRequest) -> ModelResponse:
@@ -185,6 +193,7 @@ class TurnRunner:
             try:
                 async for event in resolved.provider.stream(request):
                     accumulator.add(event)
+                    state.shown = state.shown or shows_output(event)
                     self._preview(event, state)
                 response = accumulator.finish()
             except ProviderError as error:
@@ -241,26 +250,20 @@ class TurnRunner:
                 block = _Block(new_id("sevt"), "agent.message")
                 state.blocks[event.index] = block
                 session.emit(
-                    EventStart(
-                        event=PreviewRef(type="agent.message", id=block.event_id), thread_id=self.thread_id
-                    )
+                    EventStart(event=PreviewRef(type="agent.message", id=block.event_id), thread_id=self.thread_id)
                 )
             case BlockStart(block=ThinkingPart() | RedactedThinkingPart()):
                 block = _Block(new_id("sevt"), "agent.thinking")
                 state.blocks[event.index] = block
                 session.emit(
-                    EventStart(
-                        event=PreviewRef(type="agent.thinking", id=block.event_id), thread_id=self.thread_id
-                    )
+                    EventStart(event=PreviewRef(type="agent.thinking", id=block.event_id), thread_id=self.thread_id)
                 )
-                state.shown = True
             case BlockStart(block=ToolCallPart()):
                 state.blocks[event.index] = _Block(new_id("sevt"), "agent.tool_use")
             case TextDelta():
                 open_block = state.blocks.get(event.index)
                 if open_block is not None and event.text:
                     open_block.text.append(event.text)
-                    state.shown = True
                     session.emit(
                         EventDelta(
                             event_id=open_block.event_id,
@@ -277,9 +280,7 @@ class TurnRunner:
         """Emit the buffered events of a complete response, reusing each preview's id."""
         session = self.session
         custom = {t.name for t in session.agent.custom_tools}
-        ids = [
-            state.blocks[i].event_id if i in state.blocks else new_id("sevt") for i in sorted(state.blocks)
-        ]
+        ids = [state.blocks[i].event_id if i in state.blocks else new_id("sevt") for i in sorted(state.blocks)]
         ids += [new_id("sevt") for _ in range(len(response.content) - len(ids))]
         for event_id, part in zip(ids, response.content, strict=False):
             match part:
@@ -304,9 +305,7 @@ class TurnRunner:
                     )
                 case RedactedThinkingPart():
                     session.emit(
-                        session.make(
-                            AgentThinking, id=event_id, thread_id=self.thread_id, redacted_data=part.data
-                        )
+                        session.make(AgentThinking, id=event_id, thread_id=self.thread_id, redacted_data=part.data)
                     )
                 case ToolCallPart() if part.name in custom:
                     self._custom_pending.append(event_id)
@@ -321,6 +320,18 @@ class TurnRunner:
                         )
                     )
                 case ToolCallPart():
+                    call = ToolCall(
+                        tool_use_id=event_id,
+                        call_id=part.id,
+                        name=part.name,
+                        input=part.input,
+                        scope=session.agent.id,
+                        session_id=session.id,
+                        thread_id=self.thread_id,
+                        preset=session.record.permissions,
+                    )
+                    # "ask" tells a front end the call will wait for user.tool_confirmation.
+                    evaluate = getattr(session.tool_host, "evaluate_permission", None)
                     session.emit(
                         session.make(
                             AgentToolUse,
@@ -329,17 +340,10 @@ class TurnRunner:
                             call_id=part.id,
                             name=part.name,
                             input=part.input,
+                            evaluated_permission=evaluate(call) if evaluate is not None else None,
                         )
                     )
-                    self._unanswered[event_id] = ToolCall(
-                        tool_use_id=event_id,
-                        call_id=part.id,
-                        name=part.name,
-                        input=part.input,
-                        scope=session.agent.id,
-                        session_id=session.id,
-                        thread_id=self.thread_id,
-                    )
+                    self._unanswered[event_id] = call
 
     def _keep_interrupted_text(self, state: _Attempt) -> None:
         for index in sorted(state.blocks):
@@ -387,9 +391,7 @@ class TurnRunner:
                 return ToolResult.error(f"no tool named {call.name!r} is available", "UNKNOWN_TOOL")
             return await host.execute(call, approver=approver)
 
-        results = (
-            await asyncio.gather(*(one(call) for call in calls)) if len(calls) > 1 else [await one(calls[0])]
-        )
+        results = await asyncio.gather(*(one(call) for call in calls)) if len(calls) > 1 else [await one(calls[0])]
         for call, result in zip(calls, results, strict=True):
             self._answer(call, result)
 
@@ -400,8 +402,9 @@ class TurnRunner:
                 AgentToolResult,
                 thread_id=self.thread_id,
                 tool_use_id=call.tool_use_id,
-                content=result.content,
+                content=list(result.content),
                 is_error=result.is_error,
+                full_text=result.full_text,
             )
         )
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     from ..agents import Agent
     from ..events import Event
 
-__all__ = ["SessionRecord", "Store"]
+__all__ = ["PermissionPreset", "SessionRecord", "Store"]
+
+PermissionPreset = Literal["read-only", "workspace-write", "danger-full-access"]
 
 
 class SessionRecord(BaseModel):
@@ -34,6 +36,8 @@ class SessionRecord(BaseModel):
     metadata: dict[str, str] = {}
     budget: Budget | None = None
     resources: list[Resource] = []
+    permissions: PermissionPreset = "workspace-write"
+    """The permission preset tools are checked against."""
     max_turns: int = Field(default=25, ge=1)
     """The most model requests one turn may make before it stops with ``max_turns``."""
     created_at: datetime

@@ -92,9 +92,7 @@ def _read_schema_version(path: Path) -> int:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
-        raise StoreError(
-            f"{path} is not an agentcell database ({exc}); point AGENTCELL_DB at another file"
-        ) from exc
+        raise StoreError(f"{path} is not an agentcell database ({exc}); point AGENTCELL_DB at another file") from exc
 
 
 class SQLiteStore:
@@ -255,9 +253,7 @@ class SQLiteStore:
 
     def last_event(self, session_id: str, event_type: str | None) -> Event | None:
         if event_type is None:
-            rows = self._query(
-                "SELECT body FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (session_id,)
-            )
+            rows = self._query("SELECT body FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (session_id,))
         else:
             rows = self._query(
                 "SELECT body FROM events WHERE session_id = ? AND type = ? ORDER BY seq DESC LIMIT 1",
@@ -280,7 +276,6 @@ class SQLiteStore:
                 conn.execute("DELETE FROM kv WHERE key = ?", (key,))
             else:
                 conn.execute(
-                    "INSERT INTO kv (key, value) VALUES (?, ?) "
-                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                    "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     (key, value),
                 )

@@ -1,0 +1,56 @@
+"""The IPython extension: ``%load_ext agentcell`` in any IPython kernel (VS Code, Colab, JupyterLab).
+
+It adds the magics, the ``%%agent`` cell routing and the hidden agent host. The agentcell kernel is this
+extension preloaded with ``prose_is_agent=True``: one implementation, two entry points.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .host import AgentCell, NotebookAgent
+from .magics import AgentCellMagics
+from .routing import HOST_NAME, make_router
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+__all__ = ["load", "unload"]
+
+_ROUTER_ATTR = "_agentcell_router"
+
+
+def load(shell: InteractiveShell, *, prose_is_agent: bool = False) -> NotebookAgent:
+    """Install agentcell into ``shell`` (idempotent) and return its agent host."""
+    existing = shell.user_ns.get(HOST_NAME)
+    if isinstance(existing, NotebookAgent):
+        _install_router(shell, prose_is_agent=prose_is_agent)
+        return existing
+    config = AgentCell(parent=shell)
+    configurables: list[Any] = shell.configurables
+    configurables.append(config)  # makes `%config AgentCell` list and set it
+    host = NotebookAgent(shell, config)
+    shell.push({HOST_NAME: host}, interactive=False)  # pushed non-interactively: hidden from %who
+    shell.register_magics(AgentCellMagics(shell, host))
+    _install_router(shell, prose_is_agent=prose_is_agent)
+    return host
+
+
+def _install_router(shell: InteractiveShell, *, prose_is_agent: bool) -> None:
+    previous = getattr(shell, _ROUTER_ATTR, None)
+    if previous is not None and previous in shell.input_transformers_cleanup:
+        shell.input_transformers_cleanup.remove(previous)
+    router = make_router(prose_is_agent=prose_is_agent)
+    # First in line: later cleanup transformers (prompt stripping, dedent) must not touch prose.
+    shell.input_transformers_cleanup.insert(0, router)
+    setattr(shell, _ROUTER_ATTR, router)
+
+
+def unload(shell: InteractiveShell) -> None:
+    router = getattr(shell, _ROUTER_ATTR, None)
+    if router is not None and router in shell.input_transformers_cleanup:
+        shell.input_transformers_cleanup.remove(router)
+    host = shell.user_ns.pop(HOST_NAME, None)
+    shell.user_ns_hidden.pop(HOST_NAME, None)
+    if isinstance(host, NotebookAgent):
+        host.close()

@@ -1,0 +1,276 @@
+"""The notebook's agent host: one engine, the notebook's session, and its configuration.
+
+One :class:`NotebookAgent` lives in each IPython shell that loaded agentcell (the kernel preloads it).
+It finds the notebook's session through the path Jupyter gives the kernel (``JPY_SESSION_NAME``), so a
+restarted kernel, or the notebook reopened tomorrow, continues the same conversation; a console without
+a path gets a new session per kernel. Configuration is the ``AgentCell`` traitlets object, reachable as
+``%config AgentCell.*``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from traitlets import Enum, Float, Unicode, observe
+from traitlets.config import Configurable
+
+from ..errors import ConfigurationError, UserError
+from .render import MarkdownRenderer, RendererFactory
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from ..agents import Agent
+    from ..engine.core import Engine
+    from ..events import Event, StreamItem
+    from ..sessions import Session, TurnResult
+    from ..store.base import PermissionPreset
+
+__all__ = ["DEFAULT_SYSTEM", "AgentCell", "NotebookAgent", "TurnInterrupted"]
+
+DEFAULT_SYSTEM = (
+    "You are an assistant working inside a Jupyter notebook. Answer in Markdown. When computing or "
+    "inspecting data helps, use the python tool: it runs in the notebook's own namespace, so the user's "
+    "variables are there and what you define stays for the next cells."
+)
+PRESETS = ("read-only", "workspace-write", "danger-full-access")
+
+
+class AgentCell(Configurable):  # type: ignore[misc]  # traitlets is untyped
+    """agentcell's settings (``%config AgentCell.model = "claude-…"``)."""
+
+    model = Unicode("", help="Model for new notebooks; empty picks the default (see `%model`).").tag(config=True)
+    system = Unicode(DEFAULT_SYSTEM, help="System prompt for new notebooks.").tag(config=True)
+    permissions = Enum(PRESETS, "workspace-write", help="Permission preset for new sessions.").tag(config=True)
+    budget = Unicode("", help="Budget in USD for new sessions; empty for none.").tag(config=True)
+    db = Unicode("", help="Database file; empty uses $AGENTCELL_DB or the Jupyter data directory.").tag(config=True)
+    max_updates_per_second = Float(30.0, help="Most display updates a streaming turn sends per second.").tag(
+        config=True
+    )
+
+    host: NotebookAgent | None = None
+
+    @observe("model")
+    def _model_changed(self, change: dict[str, Any]) -> None:
+        if self.host is not None and self.host.has_session and change["new"]:
+            self.host.set_model(change["new"])
+
+    @observe("permissions")
+    def _permissions_changed(self, change: dict[str, Any]) -> None:
+        if self.host is not None and self.host.has_session:
+            self.host.session.update(permissions=change["new"])
+
+
+def default_model(explicit: str = "") -> str:
+    """explicit > $AGENTCELL_MODEL > the providers' own choice (keys present, local model installed)."""
+    if explicit:
+        return explicit
+    if env := os.environ.get("AGENTCELL_MODEL"):
+        return env
+    try:
+        from ..providers.defaults import default_model as providers_default
+    except ImportError:  # pragma: no cover - the HTTP providers are part of the package
+        raise ConfigurationError(
+            "no model configured: use `%model NAME` or set AGENTCELL_MODEL (e.g. AGENTCELL_MODEL=scripted)"
+        ) from None
+    return providers_default()
+
+
+_wakeup_sockets: dict[int, tuple[socket.socket, socket.socket]] = {}
+"""Per loop: the socket pair whose write end is the signal wakeup fd. Held for the life of the process: a
+closed write end's fd number would be reused by another file (the SQLite database) and the signal
+handler would write into it."""
+
+
+def _wake_loop_on_signals(loop: asyncio.AbstractEventLoop) -> None:
+    """Make a signal wake the kernel's event loop whichever thread receives it.
+
+    Linux hands a process-directed SIGINT to any thread. When a worker thread (the python tool's code, the
+    local model) gets it, Python only flags it for the main thread, which sleeps in the selector while the
+    turn awaits that worker: the interrupt would wait for the worker to finish. A wakeup fd watched by the
+    loop makes the selector return, so the kernel's SIGINT handler runs at once.
+    """
+    if id(loop) in _wakeup_sockets or threading.current_thread() is not threading.main_thread():
+        return
+    receive, send = socket.socketpair()
+    receive.setblocking(False)
+    send.setblocking(False)
+    try:
+        previous = signal.set_wakeup_fd(send.fileno(), warn_on_full_buffer=False)
+    except ValueError:  # not the main interpreter's main thread
+        receive.close()
+        send.close()
+        return
+    if previous != -1:  # someone else relies on theirs: leave it
+        signal.set_wakeup_fd(previous)
+        receive.close()
+        send.close()
+        return
+    loop.add_reader(receive.fileno(), lambda: receive.recv(4096))
+    _wakeup_sockets[id(loop)] = (receive, send)
+
+
+class TurnInterrupted(Exception):  # noqa: N818 - it is what the user sees: "TurnInterrupted"
+    """The running turn was interrupted (the kernel's stop button, or SIGINT)."""
+
+    def __str__(self) -> str:
+        return "the turn was interrupted; what it streamed so far is kept in the session"
+
+    def _render_traceback_(self) -> list[str]:  # IPython shows this instead of a traceback
+        return [f"TurnInterrupted: {self}"]
+
+
+class NotebookAgent:
+    """What ``await __agentcell__.ask(text)`` calls. Heavy parts (engine, store) load on first use."""
+
+    def __init__(self, shell: InteractiveShell, config: AgentCell) -> None:
+        self.shell = shell
+        self.config = config
+        config.host = self
+        self.notebook_path = os.environ.get("JPY_SESSION_NAME") or None
+        self.renderer_factory: RendererFactory = lambda session: MarkdownRenderer(
+            session, max_rate=config.max_updates_per_second
+        )
+        self._engine: Engine | None = None
+        self._session: Session | None = None
+        self.last: TurnResult | None = None
+        """The latest turn's result."""
+        self.next_tool_choice: str | None = None
+        """Set by ``%tools force NAME``: the next turn's first request must call that tool."""
+
+    # ------------------------------------------------------------------------------------------ engine
+
+    @property
+    def engine(self) -> Engine:
+        if self._engine is None:
+            from ..engine.core import Engine
+            from .tools import notebook_tools
+
+            self._engine = Engine(self.config.db or None, tools=notebook_tools(self.shell))
+        return self._engine
+
+    @property
+    def has_session(self) -> bool:
+        return self._session is not None
+
+    @property
+    def _mapping_key(self) -> str | None:
+        return f"notebook:{self.notebook_path}" if self.notebook_path else None
+
+    @property
+    def session(self) -> Session:
+        """The notebook's session: the one mapped to its path, or a new one."""
+        if self._session is None:
+            key = self._mapping_key
+            fresh = os.environ.pop("AGENTCELL_NEW_SESSION", "") == "1"  # `agentcell run` asks once
+            session_id = self.engine.store.get_value(key) if key and not fresh else None
+            if session_id is not None and self.engine.store.get_session(session_id) is not None:
+                session = self.engine.sessions.get(session_id)
+                self._session = session if session.status != "terminated" else None
+            if self._session is None:
+                self._session = self.new_session()
+        return self._session
+
+    def new_session(self, *, agent_id: str | None = None) -> Session:
+        """Start afresh (keeping the current agent unless told otherwise) and map the notebook to it."""
+        engine = self.engine
+        if agent_id is None and self._session is not None:
+            agent_id = self._session.agent.id
+        if agent_id is None:
+            name = Path(self.notebook_path).stem if self.notebook_path else "console"
+            agent = engine.agents.create(
+                name=name or "notebook",
+                model=default_model(self.config.model),
+                system=self.config.system or None,
+            )
+            agent_id = agent.id
+        title = Path(self.notebook_path).name if self.notebook_path else None
+        session = engine.sessions.create(
+            agent=agent_id,
+            title=title,
+            budget=self.config.budget or None,
+            permissions=cast("PermissionPreset", self.config.permissions),
+        )
+        self._session = session
+        self._remember(session)
+        return session
+
+    def resume(self, session_id: str) -> Session:
+        session = self.engine.sessions.get(session_id)
+        if session.status == "terminated":
+            raise UserError(f"session {session_id} was terminated; `%session new` starts a new one")
+        self._session = session
+        self._remember(session)
+        return session
+
+    def _remember(self, session: Session) -> None:
+        if key := self._mapping_key:
+            self.engine.store.set_value(key, session.id)
+
+    # ------------------------------------------------------------------------------------------ agent edits
+
+    def _update_agent(self, **changes: Any) -> Agent:
+        session = self.session
+        agent = self.engine.agents.update(session.agent.id, **changes)
+        if agent.version != session.agent.version:
+            session.update(agent_version=agent.version)
+        return agent
+
+    def set_model(self, model: str | dict[str, Any]) -> Agent:
+        return self._update_agent(model=model)
+
+    def set_system(self, system: str | None) -> Agent:
+        return self._update_agent(system=system)
+
+    def update_agent(self, **changes: Any) -> Agent:
+        return self._update_agent(**changes)
+
+    # ------------------------------------------------------------------------------------------ turns
+
+    async def ask(self, text: str) -> None:
+        """Run one turn for a prose cell, streaming into the cell's output."""
+        from IPython.core.error import UsageError
+
+        _wake_loop_on_signals(asyncio.get_running_loop())
+        try:
+            session = self.session
+            renderer = self.renderer_factory(session)
+        except UserError as exc:
+            raise UsageError(str(exc)) from None
+        # The renderer listens to the session itself rather than to this coroutine: when an interrupt
+        # cancels us, the turn's closing events (answered tool calls, the idle status) still reach it.
+        from ..events import SessionStatusIdle
+        from ..sessions import TurnResult
+
+        seen: list[Event] = []
+
+        def show(item: StreamItem) -> None:
+            renderer.on_item(item)
+            if not item.type.startswith("event_"):
+                seen.append(item)  # type: ignore[arg-type]
+
+        unsubscribe = session.subscribe(show)
+        tool_choice, self.next_tool_choice = self.next_tool_choice, None
+        try:
+            self.last = await session.ask(text, tool_choice=tool_choice)
+        except UserError as exc:
+            raise UsageError(str(exc)) from None
+        except asyncio.CancelledError:
+            # IPython would print a traceback through agentcell's internals; say what happened instead.
+            raise TurnInterrupted from None
+        finally:
+            unsubscribe()
+            stop = next((e.stop_reason for e in reversed(seen) if isinstance(e, SessionStatusIdle)), None)
+            renderer.close(TurnResult(stop_reason=stop, events=seen) if stop is not None else None)
+
+    def close(self) -> None:
+        engine, self._engine = self._engine, None
+        self._session = None
+        if engine is not None:
+            engine.close()

@@ -1,0 +1,194 @@
+"""A turn as a reader sees it: a pure fold over stream items, rendered as Markdown or plain text.
+
+The kernel's simple renderer streams it, the static fallback of a saved notebook prints it, and
+``agentcell run`` reports it; the same fold serves all three, live and from stored events.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from ._format import format_usd
+from .events import (
+    AgentCustomToolUse,
+    AgentMessage,
+    AgentThinking,
+    AgentToolResult,
+    AgentToolUse,
+    EventDelta,
+    EventStart,
+    ImageBlock,
+    SessionError,
+    SessionStatusIdle,
+    SessionUsageEvent,
+    SpanModelRequestEnd,
+    StreamItem,
+    TextBlock,
+    UserMessage,
+)
+from .usage import Budget, Usage
+
+__all__ = ["ToolCard", "TurnView", "format_usd"]
+
+MAX_TOOL_TEXT = 2_000
+"""Characters of a tool's input or output shown in a transcript; the event log keeps all of it."""
+
+
+@dataclass
+class ToolCard:
+    tool_use_id: str
+    name: str
+    input: dict[str, object]
+    status: str = "running"
+    """pending, awaiting approval, running, completed, failed, denied; custom tools wait for the client."""
+    output: list[TextBlock | ImageBlock] = field(default_factory=list)
+
+
+@dataclass
+class TurnView:
+    """Folds the items of one turn. ``apply`` is the only way in; rendering reads the state."""
+
+    prompt: str = ""
+    blocks: list[tuple[str, str]] = field(default_factory=list)
+    """In order: ("message", event id) / ("thinking", event id) / ("tool", tool_use_id)."""
+    texts: dict[str, str] = field(default_factory=dict)
+    interrupted: set[str] = field(default_factory=set)
+    thinking: dict[str, str] = field(default_factory=dict)
+    tools: dict[str, ToolCard] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    turn_usage: Usage = field(default_factory=Usage)
+    session_usage: Usage | None = None
+    budget: Budget | None = None
+    stop_reason: str | None = None
+    previewed: set[str] = field(default_factory=set)
+    """Ids opened by a preview and not yet confirmed by their buffered event."""
+
+    def apply(self, item: StreamItem) -> None:
+        match item:
+            case UserMessage():
+                self.prompt = "".join(b.text for b in item.content if isinstance(b, TextBlock))
+            case EventStart():
+                kind = "message" if item.event.type == "agent.message" else "thinking"
+                self._open(kind, item.event.id)
+                self.previewed.add(item.event.id)
+                if kind == "message":
+                    self.texts.setdefault(item.event.id, "")
+            case EventDelta():
+                if isinstance(item.delta.content, TextBlock) and item.event_id in self.texts:
+                    self.texts[item.event_id] += item.delta.content.text
+            case AgentMessage():
+                self._open("message", item.id)
+                self.previewed.discard(item.id)
+                self.texts[item.id] = "".join(b.text for b in item.content if isinstance(b, TextBlock))
+                if item.interrupted:
+                    self.interrupted.add(item.id)
+            case AgentThinking():
+                self._open("thinking", item.id)
+                self.previewed.discard(item.id)
+                self.thinking[item.id] = item.thinking or ("(redacted)" if item.redacted_data else "")
+            case AgentToolUse() | AgentCustomToolUse():
+                self._open("tool", item.id)
+                status = "waiting for the client" if isinstance(item, AgentCustomToolUse) else "running"
+                if isinstance(item, AgentToolUse) and item.evaluated_permission == "ask":
+                    status = "awaiting approval"
+                self.tools[item.id] = ToolCard(item.id, item.name, dict(item.input), status)
+            case AgentToolResult():
+                card = self.tools.get(item.tool_use_id)
+                if card is not None:
+                    card.output = list(item.content)
+                    card.status = "failed" if item.is_error else "completed"
+                    text = " ".join(b.text for b in item.content if isinstance(b, TextBlock)).lower()
+                    if item.is_error and "declined" in text:
+                        card.status = "denied"
+            case SpanModelRequestEnd():
+                self.turn_usage = self.turn_usage + item.model_usage
+                if item.is_error:  # a failed attempt's previews are abandoned: a retry streams afresh
+                    self.blocks = [(kind, key) for kind, key in self.blocks if key not in self.previewed]
+                    self.previewed.clear()
+            case SessionUsageEvent():
+                self.session_usage = item.usage
+                self.budget = item.budget
+            case SessionError():
+                self.errors.append(f"{item.error.type}: {item.error.message}")
+            case SessionStatusIdle():
+                self.stop_reason = item.stop_reason.type
+            case _:
+                pass
+
+    def _open(self, kind: str, key: str) -> None:
+        if (kind, key) not in self.blocks:
+            self.blocks.append((kind, key))
+
+    @property
+    def text(self) -> str:
+        """The agent's messages, joined by blank lines."""
+        return "\n\n".join(self.texts[key] for kind, key in self.blocks if kind == "message" and self.texts[key])
+
+    # ------------------------------------------------------------------------------------------ rendering
+
+    def usage_line(self) -> str:
+        u = self.turn_usage
+        parts = [
+            f"in {u.input_tokens:,}",
+            f"out {u.output_tokens:,}",
+            f"cache read {u.cache_read_input_tokens:,}",
+            f"cache write {u.cache_creation_input_tokens:,}",
+            f"turn {format_usd(u.list_cost)}",
+        ]
+        if self.session_usage is not None:
+            parts.append(f"session {format_usd(self.session_usage.list_cost)}")
+        if self.budget is not None:
+            spent = self.session_usage.list_cost if self.session_usage else Decimal(0)
+            parts.append(
+                f"budget {format_usd(self.budget.max_list_cost)} ({format_usd(self.budget.remaining(spent))} left)"
+            )
+        return " · ".join(parts)
+
+    def to_markdown(self, *, final: bool = False) -> str:
+        out: list[str] = []
+        for kind, key in self.blocks:
+            if kind == "message":
+                text = self.texts.get(key, "")
+                if text:
+                    out.append(text + (" _(interrupted)_" if key in self.interrupted else ""))
+            elif kind == "thinking":
+                thought = self.thinking.get(key)
+                out.append("> 💭 _thinking…_" if thought is None else _quote(f"💭 {_clip(thought)}"))
+            else:
+                out.append(self._tool_markdown(self.tools[key]))
+        for error in self.errors:
+            out.append(f"> ⚠️ {error}")
+        if final:
+            stop = f"stop: {self.stop_reason}" if self.stop_reason else ""
+            out.append(f"<sub>{self.usage_line()}{' · ' + stop if stop else ''}</sub>")
+        return "\n\n".join(out) if out else "_…_"
+
+    @staticmethod
+    def _tool_markdown(card: ToolCard) -> str:
+        code = card.input.get("code") if card.name == "python" else None
+        shown = str(code) if isinstance(code, str) else json.dumps(card.input, indent=2, ensure_ascii=False)
+        lang = "python" if isinstance(code, str) else "json"
+        lines = [f"🔧 **{card.name}** — {card.status}", f"```{lang}\n{_clip(shown)}\n```"]
+        for block in card.output:
+            if isinstance(block, TextBlock) and block.text:
+                lines.append(f"```text\n{_clip(block.text)}\n```")
+            elif isinstance(block, ImageBlock):
+                lines.append(f"![output](data:{block.source.media_type};base64,{block.source.data})")
+        return "\n".join(lines)
+
+    def to_text(self) -> str:
+        out = [self.text] if self.text else []
+        out += [f"[{card.name}: {card.status}]" for card in self.tools.values()]
+        out += [f"error: {error}" for error in self.errors]
+        out.append(self.usage_line())
+        return "\n".join(out)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_TOOL_TEXT else text[:MAX_TOOL_TEXT] + f"\n… ({len(text):,} characters)"
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f"> {line}" for line in text.splitlines() or [""])

@@ -1,0 +1,93 @@
+"""A real agentcell kernel (or a plain python3 kernel) started through jupyter_client, and a helper that
+executes a cell and collects everything it published."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager, start_new_kernel
+
+
+@dataclass
+class Execution:
+    status: str
+    reply: dict[str, Any]
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    """IOPub messages parented to the request, with a ``time`` key (monotonic seconds) added."""
+    reply_time: float = 0.0
+
+    def of(self, *types: str) -> list[dict[str, Any]]:
+        return [m for m in self.messages if m["msg_type"] in types]
+
+    @property
+    def stdout(self) -> str:
+        return "".join(m["content"]["text"] for m in self.of("stream") if m["content"]["name"] == "stdout")
+
+    @property
+    def stderr(self) -> str:
+        return "".join(m["content"]["text"] for m in self.of("stream") if m["content"]["name"] == "stderr")
+
+    @property
+    def displays(self) -> list[dict[str, Any]]:
+        return [m["content"]["data"] for m in self.of("display_data", "update_display_data", "execute_result")]
+
+    @property
+    def final_markdown(self) -> str:
+        return str(self.displays[-1].get("text/markdown", "")) if self.displays else ""
+
+
+def execute(kc: BlockingKernelClient, code: str, *, timeout: float = 30) -> Execution:
+    msg_id = kc.execute(code)
+    messages: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        msg = kc.get_iopub_msg(timeout=max(0.1, deadline - time.monotonic()))
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        msg["time"] = time.monotonic()
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+        messages.append(msg)
+    reply = kc.get_shell_msg(timeout=timeout)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=timeout)
+    return Execution(reply["content"]["status"], reply["content"], messages, time.monotonic())
+
+
+@contextmanager
+def running_kernel(
+    env: dict[str, str], *, kernel_name: str = "agentcell", cwd: Path | None = None
+) -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
+    km, kc = start_new_kernel(kernel_name=kernel_name, env=env, cwd=str(cwd) if cwd else None, startup_timeout=60)
+    try:
+        yield km, kc
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+@pytest.fixture
+def kernel_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+    env.update(
+        AGENTCELL_DB=str(tmp_path / "kernel.db"),
+        AGENTCELL_MODEL="scripted",
+        JPY_SESSION_NAME=str(tmp_path / "notebook.ipynb"),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def write_script(path: Path, responses: list[dict[str, Any]]) -> str:
+    """Write a scripted-provider script; returns the model name that plays it."""
+    path.write_text(json.dumps(responses))
+    return f"scripted:{path}"

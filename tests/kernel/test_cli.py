@@ -1,0 +1,103 @@
+"""`agentcell run` executes a notebook headless on the kernel; `agentcell install` registers the kernelspec."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from agentcell.kernel.kernelspec import kernel_json
+
+pytestmark = pytest.mark.slow
+
+
+def _notebook(path: Path, *sources: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {
+        "name": "agentcell",
+        "display_name": "Agent (agentcell)",
+        "language": "markdown",
+    }
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    nbformat.write(nb, path)
+    return path
+
+
+def _run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agentcell.cli", *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_run_executes_every_cell_and_writes_the_notebook(kernel_env: dict[str, str], tmp_path: Path) -> None:
+    nb = _notebook(tmp_path / "study.ipynb", "What is in the data?", "%%python\nrows = [1, 2, 3]\nlen(rows)", "%usage")
+    out = tmp_path / "done.ipynb"
+    kernel_env.pop("JPY_SESSION_NAME")
+    result = _run("run", str(nb), "-o", str(out), "--model", "scripted", env=kernel_env)
+    assert result.returncode == 0, result.stderr
+    assert "[1/3] What is in the data?" in result.stderr and "[3/3] %usage" in result.stderr
+    executed = nbformat.read(out, as_version=4)
+    first = executed.cells[0].outputs[-1]["data"]
+    assert first["text/markdown"].startswith("You said: What is in the data?")
+    assert "application/vnd.agentcell.turn+json" in first
+    assert executed.cells[1].outputs[0]["data"]["text/plain"] == "3"
+    assert "input tokens" in executed.cells[2].outputs[0]["data"]["text/markdown"]
+    conn = sqlite3.connect(kernel_env["AGENTCELL_DB"])
+    mapped = conn.execute("SELECT value FROM kv WHERE key = ?", (f"notebook:{nb}",)).fetchone()
+    conn.close()
+    assert mapped is not None  # the notebook's session is remembered by its path
+
+    again = _run("run", str(nb), "-o", str(out), "--model", "scripted", env=kernel_env)
+    assert again.returncode == 0
+    conn = sqlite3.connect(kernel_env["AGENTCELL_DB"])
+    remapped = conn.execute("SELECT value FROM kv WHERE key = ?", (f"notebook:{nb}",)).fetchone()
+    conn.close()
+    assert remapped != mapped  # a headless re-run starts a fresh conversation
+
+
+def test_run_reports_a_failing_cell_and_still_writes(kernel_env: dict[str, str], tmp_path: Path) -> None:
+    nb = _notebook(tmp_path / "bad.ipynb", "%%python\n1 / 0", "never reached")
+    result = _run("run", str(nb), "--model", "scripted", env=kernel_env)
+    assert result.returncode == 1
+    assert "ZeroDivisionError" in result.stderr
+    assert (tmp_path / "bad.executed.ipynb").exists()
+    missing = _run("run", str(tmp_path / "nope.ipynb"), env=kernel_env)
+    assert missing.returncode == 2 and "no notebook at" in missing.stderr
+
+
+def test_install_writes_the_kernelspec(kernel_env: dict[str, str], tmp_path: Path) -> None:
+    result = _run("install", "--prefix", str(tmp_path / "prefix"), env=kernel_env)
+    assert result.returncode == 0, result.stderr
+    spec = json.loads((tmp_path / "prefix/share/jupyter/kernels/agentcell/kernel.json").read_text())
+    assert spec == kernel_json(sys.executable)
+    assert spec["display_name"] == "Agent (agentcell)"
+
+
+def test_the_wheel_kernelspec_is_registered_by_pip_install() -> None:
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec("agentcell")
+    assert spec.display_name == "Agent (agentcell)"
+    assert spec.argv[1:3] == ["-m", "agentcell.kernel"]
+    assert spec.resource_dir.startswith(sys.prefix) or os.environ.get("JUPYTER_PATH")
+
+
+def test_the_kernel_runs_on_the_ipykernel_of_this_environment(kernel_env: dict[str, str]) -> None:
+    import ipykernel
+
+    from .conftest import execute, running_kernel
+
+    with running_kernel(kernel_env) as (_, kc):
+        shown = execute(kc, "%%python\nimport ipykernel\nipykernel.__version__")
+    assert shown.displays[0]["text/plain"] == repr(ipykernel.__version__)
