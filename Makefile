@@ -17,7 +17,7 @@ $(VENV)/.stamp-%: pyproject.toml | $(BIN)/python
 	touch $@
 
 quickstart: $(VENV)/.stamp-local
-	$(BIN)/agentcell demo
+	$(BIN)/agentcell run notebooks/quickstart.ipynb
 
 lint: $(VENV)/.stamp-dev
 	$(BIN)/ruff check .

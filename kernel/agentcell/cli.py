@@ -82,11 +82,15 @@ def _run(args: argparse.Namespace) -> int:
     started: dict[str, float] = {}
 
     def on_start(cell: Any, cell_index: int, **_: Any) -> None:
+        if cell.cell_type != "code":
+            return
         started[cell.id] = time.perf_counter()
         position = code_cells.index(cell) + 1 if cell in code_cells else cell_index + 1
         print(f"[{position}/{total}] {_first_line(cell.source)}", file=sys.stderr, flush=True)
 
     def on_done(cell: Any, **_: Any) -> None:
+        if cell.cell_type != "code":
+            return
         elapsed = time.perf_counter() - started.get(cell.id, time.perf_counter())
         failed = any(o.get("output_type") == "error" for o in cell.get("outputs", []))
         print(f"      {'failed' if failed else 'done'} in {elapsed:.1f} s", file=sys.stderr, flush=True)

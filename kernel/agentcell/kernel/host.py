@@ -184,11 +184,11 @@ class NotebookAgent:
             agent_id = self._session.agent.id
         if agent_id is None:
             name = Path(self.notebook_path).stem if self.notebook_path else "console"
-            agent = engine.agents.create(
-                name=name or "notebook",
-                model=default_model(self.config.model),
-                system=self.config.system or None,
-            )
+            model: str | dict[str, Any] = default_model(self.config.model)
+            if model.startswith("local"):
+                # The tiny local model rambles and samples badly: short, greedy answers by default.
+                model = {"id": model, "max_tokens": 256, "temperature": 0}
+            agent = engine.agents.create(name=name or "notebook", model=model, system=self.config.system or None)
             agent_id = agent.id
         title = Path(self.notebook_path).name if self.notebook_path else None
         session = engine.sessions.create(

