@@ -184,10 +184,11 @@ class NotebookAgent:
             agent_id = self._session.agent.id
         if agent_id is None:
             name = Path(self.notebook_path).stem if self.notebook_path else "console"
-            model: str | dict[str, Any] = default_model(self.config.model)
-            if model.startswith("local"):
+            model_id = default_model(self.config.model)
+            model: str | dict[str, Any] = model_id
+            if model_id.startswith("local"):
                 # The tiny local model rambles and samples badly: short, greedy answers by default.
-                model = {"id": model, "max_tokens": 256, "temperature": 0}
+                model = {"id": model_id, "max_tokens": 256, "temperature": 0}
             agent = engine.agents.create(name=name or "notebook", model=model, system=self.config.system or None)
             agent_id = agent.id
         title = Path(self.notebook_path).name if self.notebook_path else None
