@@ -69,6 +69,10 @@ async def test_openai_provider_streams_the_same_text_as_the_embedded_model(peer:
         reply = (await client.post(f"{peer.base_url}/chat/completions", json=body)).json()
     assert embedded.usage.input_tokens == reply["usage"]["prompt_tokens"]
     assert embedded.usage.output_tokens == reply["usage"]["completion_tokens"]
+    # The server streams no usage; the provider counts one output token per content chunk (exact here)
+    # and estimates the input.
+    assert response.usage.output_tokens == reply["usage"]["completion_tokens"]
+    assert response.usage.input_tokens > 0
 
 
 async def test_openai_provider_receives_a_forced_tool_call(peer: OpenAIProvider) -> None:

@@ -78,9 +78,12 @@ def map_usage(raw: object) -> Usage:
 
 
 class OpenAIStreamParser:
-    def __init__(self, provider: str = "openai", display: str = "OpenAI") -> None:
+    def __init__(self, provider: str = "openai", display: str = "OpenAI", *, input_estimate: int = 0) -> None:
         self._provider = provider
         self._display = display
+        self._input_estimate = input_estimate
+        """Input tokens to report when the server sends no usage at all (llama.cpp's server, for one)."""
+        self._content_chunks = 0
         self._failure: ProviderError | None = None
         self._next = 0
         self._text: int | None = None
@@ -160,6 +163,13 @@ class OpenAIStreamParser:
             if choice.get("index", 0) != 0:
                 continue  # we ask for one choice; extra ones are not ours to merge
             delta = choice.get("delta") or {}
+            if (
+                delta.get("content")
+                or delta.get("reasoning")
+                or delta.get("reasoning_content")
+                or delta.get("tool_calls")
+            ):
+                self._content_chunks += 1
             # Only strings: some routers add structured reasoning objects that are not text to show.
             reasoning = delta.get("reasoning") or delta.get("reasoning_content")
             if reasoning and isinstance(reasoning, str):
@@ -250,6 +260,10 @@ class OpenAIStreamParser:
                 raise self._protocol(f"a tool call (id {call.id!r}) never named its function")
         for index in list(self._open):
             self._close(index, out)
+        if self._usage is None and self._content_chunks:
+            # No usage chunk although stream_options asked for one: these servers stream one token per
+            # chunk, so the chunks count the output; the input is the provider's estimate.
+            self._usage = Usage(input_tokens=self._input_estimate, output_tokens=self._content_chunks)
         if self._usage is not None:
             out.append(UsageUpdate(usage=self._usage))
         details: dict[str, Any] | None = None

@@ -105,7 +105,10 @@ class OpenAIProvider(Provider):
             secrets=(self._api_key,),
         )
         return self._http.stream(
-            lambda: self._prepare(request), lambda: OpenAIStreamParser(self.name, display), context
+            lambda: self._prepare(request),
+            # Four characters a token: only used when the server reports no usage.
+            lambda: OpenAIStreamParser(self.name, display, input_estimate=_estimate_tokens(request)),
+            context,
         )
 
     def _prepare(self, request: ModelRequest) -> tuple[str, dict[str, str], bytes]:
@@ -150,6 +153,10 @@ def vllm_provider(config: ModelConfig) -> OpenAIProvider:
 
 
 # ---------------------------------------------------------------------------------------------- body
+
+
+def _estimate_tokens(request: ModelRequest) -> int:
+    return -(-len(request.model_dump_json(include={"system", "messages", "tools"})) // 4)
 
 
 def build_body(request: ModelRequest, *, max_tokens_field: str = "max_tokens") -> dict[str, Any]:
