@@ -82,6 +82,15 @@ def test_magics_answer_and_mistakes_are_one_line(kernel_env: dict[str, str]) -> 
             assert "Traceback" not in failed.stderr and failed.stderr.count("\n") == 1
         usage = execute(kc, "%usage")
         assert "input tokens" in usage.displays[0]["text/markdown"]
+        # The Jupyter habit works too: %config reaches the same settings.
+        assert execute(kc, "%config AgentCell.model = 'scripted:/nonexistent.json'").status == "ok"
+        assert "model: scripted:/nonexistent.json" in execute(kc, "%model").stdout
+        assert "AgentCell.budget" in execute(kc, "%config AgentCell").stdout
+        before = _session_id(kc)
+        assert execute(kc, "%session new").stdout.startswith("new session ")
+        assert _session_id(kc) != before
+        listed = execute(kc, "%session list").stdout
+        assert before in listed and f"* {_session_id(kc)}" in listed
 
 
 def test_python_cells_and_the_agent_share_the_namespace(kernel_env: dict[str, str], tmp_path: Path) -> None:

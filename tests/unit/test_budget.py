@@ -96,3 +96,38 @@ def test_spend_never_exceeds_the_budget(
         if tool_loop:
             # A tool loop runs until the budget or max_turns stops it.
             assert isinstance(result.stop_reason, ev.BudgetReached | ev.MaxTurns)
+
+
+class _BilledThenCut(ScriptedProvider):
+    """Bills every input token its bound allows, shows some text, then fails retryably."""
+
+    async def stream(self, request: ModelRequest):  # type: ignore[no-untyped-def,override]
+        from agentcell.errors import ProviderConnectionError
+        from agentcell.providers.base import BlockStart, ResponseStart, TextDelta, TextPart, UsageUpdate
+
+        self.requests.append(request)
+        yield ResponseStart(model=request.model)
+        yield UsageUpdate(usage=Usage(input_tokens=self.input_token_bound(request)))
+        yield BlockStart(index=0, block=TextPart(text=""))
+        yield TextDelta(index=0, text="partial answer")
+        raise ProviderConnectionError("cut", retryable=True, retry_after=0.001)
+
+
+def test_engine_retries_reserve_the_budget_again(tmp_path: Path) -> None:
+    from agentcell.providers.base import Message, ModelSettings, TextPart
+
+    pricing = flat_pricing(1000, 0)  # only input costs, so the figures are easy to follow
+    provider = _BilledThenCut(pricing=pricing)
+    expected = ModelRequest(
+        model="scripted", messages=[Message(role="user", content=[TextPart(text="hi")])], settings=ModelSettings()
+    )
+    attempt = pricing(Usage(input_tokens=provider.input_token_bound(expected)))
+    worst = worst_case_cost(pricing, provider.input_token_bound(expected), 4096)
+    assert worst == 2 * attempt  # billed at most as 1-hour cache writes
+    budget = worst + attempt / 2  # room for the first attempt's worst case, not for a second one after it
+    with Engine(tmp_path / "db", providers={"scripted": provider}, tools=SimpleTools()) as engine:
+        session = engine.sessions.create(agent=engine.agents.create(name="a", model="scripted").id, budget=budget)
+        result = session.send_sync("hi")
+    assert result.stop_reason == ev.BudgetReached()
+    assert len(provider.requests) == 1  # the retry might not have fitted what remained: it was not sent
+    assert session.usage.list_cost == attempt <= budget

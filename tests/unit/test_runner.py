@@ -350,3 +350,15 @@ async def test_usage_is_reported_per_request_and_cumulatively(db_path: Path) -> 
     assert snapshots[-1].usage.list_cost == 2 * one.list_cost == session.usage.list_cost
     assert result.usage.output_tokens == 200
     await engine.aclose()
+
+
+async def test_a_request_cut_short_is_billed_for_what_it_generated(db_path: Path) -> None:
+    thinking = ScriptedThinking(thinking="x" * 4000)
+    cut = ScriptedError(error_class="connection", retryable=False)
+    engine, _ = scripted_engine(db_path, [ScriptedResponse(steps=[thinking, cut])])
+    session = engine.sessions.create(agent=engine.agents.create(name="a", model="scripted").id)
+    result = await session.ask("think hard")
+    end = next(e for e in result.events if isinstance(e, ev.SpanModelRequestEnd))
+    assert end.is_error and end.model_usage.output_tokens >= 1000  # 4,000 characters of thinking
+    assert session.usage.list_cost == end.model_usage.list_cost > 0
+    await engine.aclose()

@@ -77,3 +77,27 @@ def test_settings_values(engine: Engine) -> None:
     assert engine.store.get_value("nb:/a.ipynb") == "sesn_2"
     engine.store.set_value("nb:/a.ipynb", None)
     assert engine.store.get_value("nb:/a.ipynb") is None
+
+
+def test_a_write_blocked_by_another_process_fails_clearly_and_frees_the_store(tmp_path: Path) -> None:
+    import threading
+
+    path = tmp_path / "busy.db"
+    store = SQLiteStore(path, busy_timeout=0.1)
+    other = sqlite3.connect(path, isolation_level=None)  # another process, as far as locks go
+    other.execute("BEGIN IMMEDIATE")
+    with pytest.raises(StoreError, match="is another process busy"):
+        store.set_value("k", "v")
+    other.execute("ROLLBACK")
+    other.close()
+    done = threading.Event()
+
+    def reader() -> None:
+        store.get_value("k")
+        done.set()
+
+    threading.Thread(target=reader).start()
+    assert done.wait(5), "the store's lock was left held after the failed write"
+    store.set_value("k", "v")  # and it writes again
+    assert store.get_value("k") == "v"
+    store.close()

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -44,9 +43,9 @@ from ..events import (
     TextBlock,
 )
 from ..ids import new_id
+from ..providers._http import RetryPolicy
 from ..providers.base import (
     BlockStart,
-    BlockStop,
     ModelRequest,
     ModelResponse,
     ModelSettings,
@@ -55,8 +54,10 @@ from ..providers.base import (
     StreamEvent,
     TextDelta,
     TextPart,
+    ThinkingDelta,
     ThinkingPart,
     ToolCallPart,
+    ToolInputDelta,
     ToolSchema,
     shows_output,
 )
@@ -70,8 +71,12 @@ if TYPE_CHECKING:
 
 __all__ = ["TurnRunner"]
 
-ENGINE_RETRIES = 2
+ENGINE_RETRY = RetryPolicy()
 """Retries of a request that failed after part of it was shown (the provider retries earlier failures)."""
+
+
+class _BudgetExhaustedError(Exception):
+    """Internal: the next request's worst case does not fit what remains of the budget."""
 
 
 class TurnFailedError(Exception):
@@ -95,6 +100,17 @@ class _Attempt:
 
     blocks: dict[int, _Block] = field(default_factory=dict)
     shown: bool = False
+    generated_chars: int = 0
+    """Characters of text, thinking and tool input received: a floor for the output of a cut request."""
+
+    def see(self, event: StreamEvent) -> None:
+        self.shown = self.shown or shows_output(event)
+        if isinstance(event, TextDelta):
+            self.generated_chars += len(event.text)
+        elif isinstance(event, ThinkingDelta):
+            self.generated_chars += len(event.thinking)
+        elif isinstance(event, ToolInputDelta):
+            self.generated_chars += len(event.partial_json)
 
 
 class TurnRunner:
@@ -130,15 +146,10 @@ class TurnRunner:
                 tools=offered,
                 settings=self._settings(resolved.config.settings()),
             )
-            pricing = resolved.provider.pricing(resolved.model)
-            worst = worst_case_cost(pricing, resolved.provider.input_token_bound(request), request.settings.max_tokens)
-            if not session.reserve_budget(worst):
-                return BudgetReached()
             try:
                 response = await self._request(resolved, request)
-            finally:
-                session.release_budget(worst)
-
+            except _BudgetExhaustedError:
+                return BudgetReached()
             if response.tool_calls:
                 stop = await self._run_tools({t.name for t in offered})
                 if stop is not None:
@@ -183,65 +194,63 @@ class TurnRunner:
     # ------------------------------------------------------------------------------------------ requests
 
     async def _request(self, resolved: ResolvedModel, request: ModelRequest) -> ModelResponse:
+        """Stream one response, retrying (up to ENGINE_RETRY.max_retries) a failure after output was shown.
+
+        Every attempt is billed, so every attempt reserves its own worst case first: a retry that might not
+        fit what remains of the budget is not sent.
+        """
         session = self.session
         pricing = resolved.provider.pricing(resolved.model)
-        for attempt in range(ENGINE_RETRIES + 1):
-            start = session.make(SpanModelRequestStart, thread_id=self.thread_id, model=resolved.config.id)
-            session.emit(start)
-            accumulator = ResponseAccumulator()
-            state = _Attempt()
+        worst = worst_case_cost(pricing, resolved.provider.input_token_bound(request), request.settings.max_tokens)
+        for attempt in range(ENGINE_RETRY.max_retries + 1):
+            if not session.reserve_budget(worst):
+                raise _BudgetExhaustedError
             try:
-                async for event in resolved.provider.stream(request):
-                    accumulator.add(event)
-                    state.shown = state.shown or shows_output(event)
-                    self._preview(event, state)
-                response = accumulator.finish()
-            except ProviderError as error:
-                usage = _priced(accumulator.usage, pricing)
-                session.emit(
-                    session.make(
-                        SpanModelRequestEnd,
-                        thread_id=self.thread_id,
-                        model_request_start_id=start.id,
-                        is_error=True,
-                        model_usage=usage,
-                    )
-                )
-                session.add_usage(usage, thread_id=self.thread_id)
-                retry = state.shown and error.retryable and attempt < ENGINE_RETRIES
-                self._emit_error(_error_type(error), str(error), "retrying" if retry else "terminal")
-                if not retry:
-                    raise TurnFailedError(str(error)) from error
-                await asyncio.sleep(_backoff(attempt, error.retry_after))
-                continue
-            except asyncio.CancelledError:
-                self._keep_interrupted_text(state)
-                usage = _priced(_interrupted_usage(accumulator.usage, state, request), pricing)
-                session.emit(
-                    session.make(
-                        SpanModelRequestEnd,
-                        thread_id=self.thread_id,
-                        model_request_start_id=start.id,
-                        is_error=True,
-                        model_usage=usage,
-                    )
-                )
-                session.add_usage(usage, thread_id=self.thread_id)
-                raise
-            usage = _priced(response.usage, pricing)
-            self._commit(response, state)
-            session.emit(
-                session.make(
-                    SpanModelRequestEnd,
-                    thread_id=self.thread_id,
-                    model_request_start_id=start.id,
-                    model_usage=usage,
-                    stop_reason=response.stop_reason,
-                )
-            )
-            session.add_usage(usage, thread_id=self.thread_id)
-            return response
+                start = session.make(SpanModelRequestStart, thread_id=self.thread_id, model=resolved.config.id)
+                session.emit(start)
+                accumulator = ResponseAccumulator()
+                state = _Attempt()
+                try:
+                    async for event in resolved.provider.stream(request):
+                        accumulator.add(event)
+                        state.see(event)
+                        self._preview(event, state)
+                    response = accumulator.finish()
+                except ProviderError as error:
+                    self._end_span(start, _cut_short_usage(accumulator.usage, state, request), pricing)
+                    retry = state.shown and error.retryable and attempt < ENGINE_RETRY.max_retries
+                    self._emit_error(_error_type(error), str(error), "retrying" if retry else "terminal")
+                    if not retry:
+                        raise TurnFailedError(str(error)) from error
+                    await asyncio.sleep(ENGINE_RETRY.delay(attempt, error.retry_after))
+                    continue
+                except asyncio.CancelledError:
+                    self._keep_interrupted_text(state)
+                    self._end_span(start, _cut_short_usage(accumulator.usage, state, request), pricing)
+                    raise
+                self._commit(response, state)
+                self._end_span(start, response.usage, pricing, stop_reason=response.stop_reason)
+                return response
+            finally:
+                session.release_budget(worst)
         raise AssertionError("unreachable: the last attempt either returns or raises")
+
+    def _end_span(
+        self, start: SpanModelRequestStart, usage: Usage, pricing: Pricing, *, stop_reason: str | None = None
+    ) -> None:
+        """Close the request's span with its priced usage and add that to the session's usage."""
+        priced = usage.model_copy(update={"list_cost": pricing(usage)})
+        self.session.emit(
+            self.session.make(
+                SpanModelRequestEnd,
+                thread_id=self.thread_id,
+                model_request_start_id=start.id,
+                is_error=stop_reason is None,
+                model_usage=priced,
+                stop_reason=stop_reason,
+            )
+        )
+        self.session.add_usage(priced, thread_id=self.thread_id)
 
     def _preview(self, event: StreamEvent, state: _Attempt) -> None:
         session = self.session
@@ -271,8 +280,6 @@ class TurnRunner:
                             thread_id=self.thread_id,
                         )
                     )
-            case BlockStop():
-                pass
             case _:
                 pass
 
@@ -280,9 +287,9 @@ class TurnRunner:
         """Emit the buffered events of a complete response, reusing each preview's id."""
         session = self.session
         custom = {t.name for t in session.agent.custom_tools}
-        ids = [state.blocks[i].event_id if i in state.blocks else new_id("sevt") for i in sorted(state.blocks)]
-        ids += [new_id("sevt") for _ in range(len(response.content) - len(ids))]
-        for event_id, part in zip(ids, response.content, strict=False):
+        # Every content block began with a BlockStart, so blocks and content line up by index.
+        ids = [state.blocks[i].event_id for i in sorted(state.blocks)]
+        for event_id, part in zip(ids, response.content, strict=True):
             match part:
                 case TextPart():
                     session.emit(
@@ -331,7 +338,7 @@ class TurnRunner:
                         preset=session.record.permissions,
                     )
                     # "ask" tells a front end the call will wait for user.tool_confirmation.
-                    evaluate = getattr(session.tool_host, "evaluate_permission", None)
+                    evaluated = self._evaluate_permission(call)
                     session.emit(
                         session.make(
                             AgentToolUse,
@@ -340,10 +347,21 @@ class TurnRunner:
                             call_id=part.id,
                             name=part.name,
                             input=part.input,
-                            evaluated_permission=evaluate(call) if evaluate is not None else None,
+                            evaluated_permission=evaluated,
                         )
                     )
                     self._unanswered[event_id] = call
+
+    def _evaluate_permission(self, call: ToolCall) -> Literal["allow", "ask", "deny"] | None:
+        """What the preset says of the call, for front ends; a host that cannot tell says nothing."""
+        evaluate = getattr(self.session.tool_host, "evaluate_permission", None)
+        if evaluate is None:
+            return None
+        try:
+            verdict: Literal["allow", "ask", "deny"] = evaluate(call)
+        except Exception:  # the pipeline judges the call again when it runs, and answers with a result
+            return None
+        return verdict
 
     def _keep_interrupted_text(self, state: _Attempt) -> None:
         for index in sorted(state.blocks):
@@ -429,22 +447,11 @@ class TurnRunner:
         )
 
 
-def _priced(usage: Usage, pricing: Pricing) -> Usage:
-    return usage.model_copy(update={"list_cost": pricing(usage)})
-
-
-def _interrupted_usage(reported: Usage, state: _Attempt, request: ModelRequest) -> Usage:
-    """Usage of a request cut short: what the provider reported, with output at least what was shown."""
-    shown_chars = sum(len("".join(b.text)) for b in state.blocks.values())
-    output = max(reported.output_tokens, min(request.settings.max_tokens, math.ceil(shown_chars / 4)))
-    return reported.model_copy(update={"output_tokens": output})
-
-
-def _backoff(attempt: int, retry_after: float | None) -> float:
-    if retry_after is not None and 0 < retry_after <= 60:
-        return float(retry_after)
-    base: float = min(0.5 * 2.0**attempt, 8.0)
-    return base * (1 - 0.25 * random.random())
+def _cut_short_usage(reported: Usage, state: _Attempt, request: ModelRequest) -> Usage:
+    """Usage of a request that failed or was interrupted: the final count never arrived, so the output is
+    at least what was received (four characters a token), never more than max_tokens."""
+    received = min(request.settings.max_tokens, math.ceil(state.generated_chars / 4))
+    return reported.model_copy(update={"output_tokens": max(reported.output_tokens, received)})
 
 
 def _error_type(error: ProviderError) -> str:

@@ -33,9 +33,13 @@ class AgentCellKernel(IPythonKernel):  # type: ignore[misc]  # ipykernel is unty
         f"agentcell {__version__}: every cell is a turn of the agent.\n"
         "%help lists the magics; %%python runs a cell as Python."
     )
-    help_links = [  # noqa: RUF012
-        {"text": "agentcell magics (%help)", "url": "https://github.com/agentcell/agentcell#readme"},
-        {"text": "IPython", "url": "https://ipython.readthedocs.io/"},
+    help_links = [  # noqa: RUF012 - ipykernel reads this class attribute
+        {
+            "text": "IPython magics (agentcell's: %help)",
+            "url": "https://ipython.readthedocs.io/en/stable/interactive/magics.html",
+        },
+        {"text": "Jupyter", "url": "https://docs.jupyter.org/"},
+        {"text": "Markdown", "url": "https://commonmark.org/help/"},
     ]
 
     def __init__(self, **kwargs: Any) -> None:

@@ -98,7 +98,8 @@ def _read_schema_version(path: Path) -> int:
 class SQLiteStore:
     """A Store in one SQLite file. Thread-safe; several processes may share the file."""
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, busy_timeout: float = 10.0) -> None:
+        """``busy_timeout``: seconds a write waits for another process's write to finish."""
         self._path = Path(path) if path is not None else default_db_path()
         if self._path.exists():
             found = _read_schema_version(self._path)
@@ -114,7 +115,7 @@ class SQLiteStore:
             self._conn = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=NORMAL")
-            self._conn.execute("PRAGMA busy_timeout=10000")
+            self._conn.execute(f"PRAGMA busy_timeout={int(busy_timeout * 1000)}")
             with self._transaction():
                 for statement in _SCHEMA.split(";\n"):
                     if statement.strip():
@@ -135,14 +136,26 @@ class SQLiteStore:
 
         def __enter__(self) -> sqlite3.Connection:
             self.store._lock.acquire()
-            self.store._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self.store._conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                # Another process kept the write lock past busy_timeout: give our lock back, or every
+                # other thread of this process would block on it forever.
+                self.store._lock.release()
+                raise self.store._error("start a write", exc) from exc
             return self.store._conn
 
         def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
             try:
                 self.store._conn.execute("COMMIT" if exc_type is None else "ROLLBACK")
+            except sqlite3.Error as error:
+                if exc_type is None:
+                    raise self.store._error("commit", error) from error
             finally:
                 self.store._lock.release()
+
+    def _error(self, doing: str, exc: sqlite3.Error) -> StoreError:
+        return StoreError(f"cannot {doing} in {self._path}: {exc}; nothing was written (is another process busy?)")
 
     def _transaction(self) -> SQLiteStore._Tx:
         return SQLiteStore._Tx(self)
@@ -231,10 +244,13 @@ class SQLiteStore:
         body = event.model_dump_json()
         with self._lock:
             # One autocommit statement is one transaction: durable once execute() returns.
-            self._conn.execute(
-                "INSERT INTO events (id, session_id, type, body) VALUES (?, ?, ?, ?)",
-                (event.id, event.session_id, event.type, body),
-            )
+            try:
+                self._conn.execute(
+                    "INSERT INTO events (id, session_id, type, body) VALUES (?, ?, ?, ?)",
+                    (event.id, event.session_id, event.type, body),
+                )
+            except sqlite3.Error as exc:
+                raise self._error(f"append event {event.id}", exc) from exc
 
     def events(
         self, session_id: str, *, types: Collection[str] | None = None, after_id: str | None = None
