@@ -16,7 +16,7 @@ import pytest
 
 from agentcell import Engine, TextBlock
 from agentcell import events as ev
-from agentcell.errors import ConfigurationError, ProviderError
+from agentcell.errors import ConfigurationError, ProviderError, ProviderProtocolError
 from agentcell.providers._local_decode import ReplyDecoder, held_back
 from agentcell.providers.base import (
     BlockStart,
@@ -267,6 +267,17 @@ def test_a_call_is_recognised_and_parsed_whole() -> None:
     truncated.feed('{"name": "get_time", "argu')
     with pytest.raises(Exception, match="max_tokens=50"):
         truncated.tool_call({"get_time"}, 50)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ['{"name": "get_time"}', '{"name": "get_time", "arguments": "UTC"}', '{"name": "get_time", "arguments": [1]}'],
+)
+def test_a_call_without_an_arguments_object_is_a_protocol_error(reply: str) -> None:
+    decoder = ReplyDecoder(forced=True)
+    decoder.feed(reply)
+    with pytest.raises(ProviderProtocolError, match="no arguments object"):
+        decoder.tool_call({"get_time"}, 50)
 
 
 def test_text_that_may_begin_a_stop_sequence_is_held_back() -> None:

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import time
 from collections.abc import AsyncIterator
 
+import h11
 import httpx
 import pytest
 
-from agentcell.errors import ProviderAuthError, ProviderConnectionError, ProviderStatusError
-from agentcell.providers._http import RetryPolicy, parse_retry_after, scrub
+from agentcell.errors import ProviderAuthError, ProviderConnectionError, ProviderError, ProviderStatusError
+from agentcell.providers._anthropic_stream import stream_error
+from agentcell.providers._http import RETRYABLE_ERROR_TYPES, RetryPolicy, parse_retry_after, scrub
+from agentcell.providers._openai_stream import OpenAIStreamParser
 from agentcell.providers.anthropic import AnthropicProvider
-from agentcell.providers.openai import OpenAIProvider
+from agentcell.providers.base import ModelConfig
+from agentcell.providers.openai import OpenAIProvider, openai_provider
 
 from .conftest import API_KEY, FAST, SSEServer, collect, collect_error, json_reply, request, sse_reply
 
@@ -249,3 +254,121 @@ def test_the_error_context_does_not_show_the_key() -> None:
 
     context = ErrorContext("anthropic", "Anthropic", "ANTHROPIC_API_KEY", "http://x", "m", (API_KEY,))
     assert API_KEY not in repr(context)
+
+
+# ---------------------------------------------------------------------------------------------- malformed keys
+
+SECRET = "my-vllm-secret-token"
+"""Not shaped like an ``sk-`` key, so only the secret-aware scrubbing can catch it."""
+
+
+def _never_shown(secret: str, error: BaseException, caplog: pytest.LogCaptureFixture) -> None:
+    for text in (str(error), repr(error), repr(error.args), repr(error.__cause__), caplog.text):
+        assert secret.strip() not in text
+
+
+async def test_whitespace_around_a_key_from_the_environment_is_dropped(
+    server: SSEServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A CRLF .env file leaves a \r at the end; h11 used to refuse the header and quote the key.
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET + "\r")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", f" {SECRET}\r\n")
+    server.queue(sse_reply("openai_text.sse"), sse_reply("anthropic_text.sse"))
+    openai = openai_provider(ModelConfig(id="openai:gpt-4o", base_url=server.url + "/v1"))
+    anthropic = AnthropicProvider(base_url=server.url)
+    for provider in (openai, anthropic):
+        await collect(provider, request())
+        await provider.aclose()
+    assert server.requests[0].headers["authorization"] == f"Bearer {SECRET}"
+    assert server.requests[1].headers["x-api-key"] == SECRET
+    assert SECRET not in caplog.text
+
+
+@pytest.mark.parametrize("key", ["my-vllm-sécret-token", "my-vllm secret-token", "my-vllm-secret\x7ftoken"])
+async def test_a_key_no_header_can_carry_is_refused_naming_only_the_variable(
+    server: SSEServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, key: str
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    openai = openai_provider(ModelConfig(id="openai:gpt-4o", base_url=server.url + "/v1"))
+    anthropic = AnthropicProvider(api_key=key, base_url=server.url)
+    for provider, variable in ((openai, "OPENAI_API_KEY"), (anthropic, "ANTHROPIC_API_KEY")):
+        _, error = await collect_error(provider, request())
+        await provider.aclose()
+        assert isinstance(error, ProviderAuthError) and not error.retryable
+        assert variable in str(error) and "malformed" in str(error)
+        for text in (str(error), repr(error), caplog.text):
+            assert key not in text and "secret" not in text
+    assert server.requests == []
+
+
+def _failing_client(failure: Exception, calls: list[httpx.Request]) -> httpx.AsyncClient:
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        raise failure
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler))
+
+
+@pytest.mark.parametrize(
+    ("failure", "kind"),
+    [
+        (
+            httpx.LocalProtocolError(f"Illegal header value {('Bearer ' + SECRET + chr(13)).encode()!r}"),
+            ProviderAuthError,
+        ),
+        (
+            h11.LocalProtocolError(f"Illegal header value {('Bearer ' + SECRET + chr(13)).encode()!r}"),
+            ProviderAuthError,
+        ),
+        (UnicodeEncodeError("ascii", f"Bearer {SECRET}é", 27, 28, "ordinal not in range(128)"), ProviderAuthError),
+        (httpx.InvalidURL(f"Invalid URL http://u:{SECRET}@[::1"), ProviderConnectionError),
+        (httpx.UnsupportedProtocol("Request URL has an unsupported protocol 'ftp://'."), ProviderConnectionError),
+    ],
+)
+async def test_requests_that_cannot_be_sent_fail_typed_at_once_and_scrubbed(
+    caplog: pytest.LogCaptureFixture, failure: Exception, kind: type[ProviderError]
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    calls: list[httpx.Request] = []
+    client = _failing_client(failure, calls)
+    provider = OpenAIProvider(api_key=SECRET, base_url="http://127.0.0.1:1/v1", client=client, retry=FAST)
+    _, error = await collect_error(provider, request())
+    await client.aclose()
+    assert type(error) is kind and not error.retryable
+    assert len(calls) == 1  # sending the same request again cannot help
+    _never_shown(SECRET, error, caplog)
+
+
+async def test_a_base_url_httpx_cannot_parse_is_a_provider_error() -> None:
+    for url in ("http://127.0.0.1:port/v1", "http://[::1/v1", "ftp://127.0.0.1/v1", "127.0.0.1:8000/v1"):
+        provider = OpenAIProvider(name="openai", api_key="k", base_url=url, retry=FAST)
+        assert provider.pricing("gpt-4o") is not None  # reading the host must not raise either
+        _, error = await collect_error(provider, request())
+        await provider.aclose()
+        assert isinstance(error, ProviderConnectionError) and not error.retryable
+        assert url in str(error) and "base URL" in str(error)
+
+
+def test_scrub_removes_the_quoted_forms_of_a_secret() -> None:
+    # h11 quotes a refused header value as bytes; repr() and JSON escape control and non-ASCII characters.
+    assert scrub(f"Illegal header value {('Bearer ' + SECRET + chr(13)).encode()!r}", [SECRET + "\r"]) == (
+        "Illegal header value b'Bearer [redacted]'"
+    )
+    accented = "my-vllm-sécret-token"
+    for text in (repr(accented), repr(accented.encode()), json.dumps(accented), repr(SECRET + "\n")):
+        assert scrub(f"value {text}", [accented, SECRET + "\n"]).count("[redacted]") == 1, text
+
+
+@pytest.mark.parametrize("kind", sorted(RETRYABLE_ERROR_TYPES))
+def test_both_apis_retry_the_same_stream_errors_and_read_them_alike(kind: str) -> None:
+    payload = {"error": {"type": kind, "message": "try later"}}
+    anthropic = stream_error(payload)
+    openai = OpenAIStreamParser()._stream_error(payload)
+    assert anthropic.retryable and openai.retryable
+    assert (anthropic.error_type, openai.error_type) == (kind, kind)
+    assert str(openai) == f"OpenAI stream error {kind}: try later"
+    coded = OpenAIStreamParser()._stream_error({"error": {"code": kind, "message": ""}})
+    assert (coded.error_type, str(coded)) == (kind, f"OpenAI stream error {kind}: no message")
+    assert str(OpenAIStreamParser()._stream_error({"error": "model gone"})) == "OpenAI stream error: model gone"

@@ -9,6 +9,7 @@ import pytest
 from agentcell.errors import (
     ProviderAuthError,
     ProviderConnectionError,
+    ProviderError,
     ProviderProtocolError,
     ProviderStatusError,
 )
@@ -107,6 +108,37 @@ async def test_reasoning_content_becomes_thinking_and_length_is_max_tokens(
     ]
     assert response.stop_reason == "max_tokens"
     assert response.usage == Usage(input_tokens=15, output_tokens=20)
+
+
+def _call_chunks(arguments: str, finish: str) -> bytes:
+    fragment = {"index": 0, "id": "call_1", "function": {"name": "get_weather", "arguments": arguments}}
+    return sse_body(
+        {"id": "c", "choices": [{"index": 0, "delta": {"tool_calls": [fragment]}}]},
+        {"id": "c", "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+        "[DONE]",
+    )
+
+
+async def test_a_tool_call_cut_by_max_tokens_says_so_rather_than_blaming_the_json(
+    server: SSEServer, provider: OpenAIProvider
+) -> None:
+    server.queue(Reply(body=_call_chunks('{"city": "Zür', "length"), headers={"content-type": "text/event-stream"}))
+    _, error = await collect_error(provider, request())
+    assert type(error) is ProviderError and error.error_type == "max_tokens" and not error.retryable
+    assert "max_tokens" in str(error) and "'get_weather'" in str(error) and "JSON" not in str(error)
+    assert len(server.requests) == 1
+
+
+async def test_max_tokens_is_the_stop_reason_even_after_a_whole_tool_call(
+    server: SSEServer, provider: OpenAIProvider
+) -> None:
+    server.queue(Reply(body=_call_chunks('{"city": "Bern"}', "length"), headers={"content-type": "text/event-stream"}))
+    _, response = await collect(provider, request())
+    assert response.stop_reason == "max_tokens"
+    assert response.content == [ToolCallPart(id="call_1", name="get_weather", input={"city": "Bern"})]
+    server.queue(Reply(body=_call_chunks("", "stop"), headers={"content-type": "text/event-stream"}))
+    _, response = await collect(provider, request())
+    assert response.stop_reason == "tool_use"  # calls still outrank a plain "stop"
 
 
 async def test_refusal_delta_is_text_and_a_refusal(server: SSEServer, provider: OpenAIProvider) -> None:

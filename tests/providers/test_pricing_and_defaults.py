@@ -56,9 +56,19 @@ def test_openai_prices_cached_tokens_at_the_cached_rate() -> None:
 def test_self_hosted_servers_are_free() -> None:
     for provider in (
         OpenAIProvider(name="ollama", base_url="http://127.0.0.1:11434/v1"),
+        OpenAIProvider(name="vllm", base_url="http://10.0.0.7:8000/v1"),
         OpenAIProvider(name="openai", base_url="http://localhost:8080/v1"),
+        OpenAIProvider(name="llama-cpp", base_url="http://[::1]:8080/v1"),
     ):
         assert provider.pricing("llama3.2")(USAGE) == 0
+
+
+def test_a_known_model_behind_a_local_proxy_keeps_its_list_price() -> None:
+    # LiteLLM on localhost forwarding to OpenAI: the budget must still see what the calls cost.
+    usage = Usage(input_tokens=10**6, output_tokens=10**6)
+    listed = OpenAIProvider(api_key="k").pricing("gpt-4o")(usage)
+    for url in ("http://127.0.0.1:4000/v1", "http://localhost:4000", "http://[::1]:4000/v1"):
+        assert OpenAIProvider(api_key="k", base_url=url).pricing("gpt-4o")(usage) == listed == Decimal("12.5")
 
 
 def test_an_unknown_model_is_priced_as_the_dearest_of_its_provider(caplog: pytest.LogCaptureFixture) -> None:

@@ -120,6 +120,29 @@ def test_anthropic_body_maps_every_part() -> None:
     }
 
 
+def test_anthropic_tool_results_never_carry_an_empty_text_block() -> None:
+    # The API answers HTTP 400 to {"type": "text", "text": ""}, and the result stays in the history.
+    results = [
+        ToolResultPart(call_id="toolu_1", content=[TextBlock(text="")]),
+        ToolResultPart(call_id="toolu_2", content=[]),
+        ToolResultPart(call_id="toolu_3", content=[TextBlock(text=""), IMAGE, TextBlock(text="ok")], is_error=True),
+    ]
+    history = ModelRequest(model="claude-sonnet-4-5", messages=[Message(role="user", content=results)])
+    body, _ = anthropic_body(history)
+    assert body["messages"][0]["content"] == [
+        {"type": "tool_result", "tool_use_id": "toolu_1"},
+        {"type": "tool_result", "tool_use_id": "toolu_2"},
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_3",
+            "content": [IMAGE.model_dump(), {"type": "text", "text": "ok"}],
+            "is_error": True,
+        },
+    ]
+    cached, _ = anthropic_body(history.model_copy(update={"settings": ModelSettings(extra={"cache": "5m"})}))
+    assert cached["messages"][0]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+
+
 @pytest.mark.parametrize(
     ("ttl", "control"),
     [("5m", {"type": "ephemeral"}), ("1h", {"type": "ephemeral", "ttl": "1h"})],

@@ -18,7 +18,9 @@ from agentcell.tools import (
     ToolContext,
     ToolDefinition,
     ToolRegistry,
+    permissions,
 )
+from agentcell.tools.builtin import file_tools
 from agentcell.tools.permissions import PathUse
 
 from ._support import Approvals, make_call
@@ -156,6 +158,55 @@ async def test_a_call_whose_paths_cannot_be_told_is_denied(registry: ToolRegistr
     result = await registry.execute(make_call("writer"), approver=Approvals(True))
     assert result.error_code == "DENIED" and "cannot tell which files" in result.text_content
     assert ran == []
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"),
+    [
+        ("read_file", {"path": "a\x00b"}),
+        ("write_file", {"path": "x\x00", "content": "x"}),
+        ("list_files", {"path": "dir\x00"}),
+    ],
+)
+@pytest.mark.parametrize("preset", list(MATRIX))
+async def test_a_path_that_cannot_be_resolved_is_denied_not_raised(
+    registry_for: Callable[[Preset], ToolRegistry], preset: Preset, tool: str, arguments: dict[str, Any]
+) -> None:
+    registry = registry_for(preset)
+    for definition in file_tools():
+        registry.register(definition)
+    call = make_call(tool, **arguments)
+    assert registry.evaluate_permission(call) == "deny"
+    outcome = await registry.run(call, approver=Approvals(True))
+    assert (outcome.result.error_code, outcome.denied_by) == ("DENIED", "preset")
+    assert "cannot check the files" in outcome.result.text_content
+    assert "null byte" in outcome.result.text_content
+
+
+async def test_a_path_the_os_refuses_to_resolve_is_denied_not_raised(
+    registry: ToolRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As for a path under /proc/1/root: resolving it raises PermissionError.
+    def refuse(self: PermissionPolicy, path: object) -> Path:
+        raise PermissionError(13, "Permission denied", "/proc/1/root")
+
+    monkeypatch.setattr(PermissionPolicy, "resolve", refuse)
+    for definition in file_tools():
+        registry.register(definition)
+    call = make_call("read_file", path="/proc/1/root/etc/passwd")
+    assert registry.evaluate_permission(call) == "deny"
+    result = await registry.execute(call)
+    assert result.error_code == "DENIED" and "PermissionError" in result.text_content
+
+
+def test_a_reason_about_reading_says_read(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No preset asks about reads inside the workspace today; one that did must not call them writes.
+    asking = {**permissions._TABLE["read-only"], "read": ("ask", "ask")}
+    monkeypatch.setitem(permissions._TABLE, "read-only", asking)
+    policy = PermissionPolicy("read-only", workspace, temp_dirs=())
+    verdict = policy.evaluate("reader", frozenset({"read"}), [("notes.txt", "read")])
+    assert verdict.permission == "ask"
+    assert verdict.reason == f"reader would read {workspace / 'notes.txt'}"
 
 
 async def test_a_session_may_have_its_own_policy(registry: ToolRegistry, workspace: Path) -> None:

@@ -450,7 +450,7 @@ async def test_return_values_become_content(registry: ToolRegistry) -> None:
         registry.register(ToolDefinition(name=name, run=_returning(value)))
     assert (await registry.execute(make_call("text"))).text_content == "plain"
     assert (await registry.execute(make_call("data"))).text_content == '{"a": [1, 2]}'
-    assert (await registry.execute(make_call("none"))).text_content == ""
+    assert (await registry.execute(make_call("none"))).text_content == "(no output)"
     assert len((await registry.execute(make_call("blocks"))).content) == 2
 
 

@@ -21,6 +21,7 @@ from pydantic_core import from_json
 
 from ..errors import ProviderConnectionError, ProviderError, ProviderProtocolError, ProviderStatusError
 from ..usage import CacheCreation, ServerToolUse, Usage
+from ._http import RETRYABLE_ERROR_TYPES
 from .base import (
     BlockStart,
     BlockStop,
@@ -39,9 +40,8 @@ from .base import (
     UsageUpdate,
 )
 
-__all__ = ["RETRYABLE_ERROR_TYPES", "AnthropicStreamParser"]
+__all__ = ["AnthropicStreamParser", "stream_error"]
 
-RETRYABLE_ERROR_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error", "timeout_error"})
 
 _SKIP = "skip"
 

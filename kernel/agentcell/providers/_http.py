@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import h11
 import httpx
 from httpx_sse import EventSource, ServerSentEvent, SSEError
 
@@ -37,10 +38,13 @@ from .base import StreamEvent, shows_output
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "RETRYABLE_ERROR_TYPES",
     "ErrorContext",
     "HTTPStreamer",
     "RetryPolicy",
     "StreamParser",
+    "check_key",
+    "clean_key",
     "error_fields",
     "join_url",
     "parse_retry_after",
@@ -55,6 +59,19 @@ DEFAULT_TIMEOUT = httpx.Timeout(600.0, connect=5.0)
 
 RETRY_STATUSES = frozenset({408, 409, 429})
 """Besides every status >= 500 (500, 502, 503, 504, 529, ...)."""
+
+RETRYABLE_ERROR_TYPES = frozenset(
+    {
+        "api_error",
+        "overloaded_error",
+        "rate_limit_error",
+        "rate_limit_exceeded",
+        "server_error",
+        "timeout",
+        "timeout_error",
+    }
+)
+"""Error types (either API's, and OpenAI-compatible servers') of a stream error worth retrying."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,13 +122,48 @@ def join_url(base: str, path: str) -> str:
 
 
 _KEYLIKE = re.compile(r"\b(?:sk|key|token)-[A-Za-z0-9_*\-]{6,}")
+_HEADER_SAFE = re.compile(r"[\x21-\x7e]+")
+
+
+def clean_key(value: str | None) -> str | None:
+    """A configured key without the whitespace around it (a CRLF ``.env`` file leaves a ``\\r``); None when
+    nothing is left, since an empty variable counts as unset, as in the SDKs."""
+    return (value.strip() or None) if value is not None else None
+
+
+def check_key(key: str, *, display: str, key_env: str, provider: str) -> None:
+    """Refuse a key that no HTTP header can carry, naming where it comes from and never its value."""
+    if _HEADER_SAFE.fullmatch(key) is None:
+        raise ProviderAuthError(
+            f"the {display} API key is malformed: it contains spaces, control characters or non-ASCII "
+            f"characters, and a key is printable ASCII only; check {_key_source(key_env)}",
+            provider=provider,
+        )
+
+
+def _key_source(key_env: str) -> str:
+    return "the api_key= argument" if key_env == "(none)" else f"the {key_env} environment variable (or api_key=)"
+
+
+def _forms(secret: str) -> list[str]:
+    """The ways a secret shows up in text, longest first: as is, trimmed, JSON-escaped, and quoted by repr()
+    as text or as bytes (h11 quotes a refused header as ``b'Bearer ...\\r'``)."""
+    forms = {
+        secret,
+        secret.strip(),
+        json.dumps(secret)[1:-1],
+        repr(secret)[1:-1],
+        repr(secret.encode("utf-8", "backslashreplace"))[2:-1],
+    }
+    return sorted((f for f in forms if len(f) >= 4), key=len, reverse=True)
 
 
 def scrub(text: str, secrets: Sequence[str | None]) -> str:
-    """Remove every secret, and anything shaped like an API key, from text that came from a server."""
+    """Remove every secret (in any quoted form), and anything shaped like an API key, from error text."""
     for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
+        if secret:
+            for form in _forms(secret):
+                text = text.replace(form, "[redacted]")
     return _KEYLIKE.sub("[redacted]", text)
 
 
@@ -193,34 +245,8 @@ class HTTPStreamer:
                 return
             except ProviderError as exc:
                 error = _scrubbed(exc, context.secrets)
-            except httpx.TimeoutException as exc:
-                error = ProviderConnectionError(
-                    f"{context.display} timed out ({type(exc).__name__}) at {context.base_url}",
-                    provider=context.provider,
-                    retryable=True,
-                )
-                error.__cause__ = exc
-            except SSEError as exc:
-                error = ProviderProtocolError(
-                    f"{context.display} did not answer with an event stream: {scrub(str(exc), context.secrets)}",
-                    provider=context.provider,
-                )
-                error.__cause__ = exc
-            except httpx.DecodingError as exc:
-                reason = scrub(str(exc), context.secrets)
-                error = ProviderProtocolError(
-                    f"{context.display} sent a body that cannot be decoded: {reason}",
-                    provider=context.provider,
-                )
-                error.__cause__ = exc
-            except httpx.TransportError as exc:
-                what = "the stream was cut" if answered else f"cannot reach {context.base_url}"
-                error = ProviderConnectionError(
-                    f"{context.display}: {what} ({type(exc).__name__}: {scrub(str(exc), context.secrets)})",
-                    provider=context.provider,
-                    retryable=True,
-                )
-                error.__cause__ = exc
+            except _FAILURES as exc:
+                error = _failure(exc, context, answered=answered)
             if released or not error.retryable or retries >= self.retry.max_retries:
                 raise error
             wait = self.retry.delay(retries, error.retry_after)
@@ -234,6 +260,60 @@ class HTTPStreamer:
                 wait,
             )
             await asyncio.sleep(wait)
+
+
+_FAILURES = (
+    httpx.TransportError,
+    httpx.DecodingError,
+    httpx.InvalidURL,
+    SSEError,
+    h11.LocalProtocolError,
+    UnicodeEncodeError,
+)
+"""What an HTTP exchange raises besides our own ProviderErrors; :func:`_failure` types each."""
+
+
+def _failure(exc: Exception, context: ErrorContext, *, answered: bool) -> ProviderError:
+    """The typed, scrubbed ProviderError for an exception of :data:`_FAILURES`."""
+    reason = scrub(f"{type(exc).__name__}: {exc}", context.secrets)
+    if isinstance(exc, httpx.LocalProtocolError | h11.LocalProtocolError | UnicodeEncodeError):
+        # A header the request cannot carry. The exception quotes it (the key, likely), so it is not chained,
+        # and sending the request again cannot help.
+        return ProviderAuthError(
+            f"{context.display}: the request has a header HTTP cannot carry ({reason}); check "
+            f"{_key_source(context.key_env)} and any custom headers",
+            provider=context.provider,
+        )
+    if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
+        return ProviderConnectionError(
+            f"{context.display}: cannot send to {context.base_url}, which is not a valid http(s) URL "
+            f"({reason}); check the base URL",
+            provider=context.provider,
+        )
+    error: ProviderError
+    if isinstance(exc, httpx.TimeoutException):
+        error = ProviderConnectionError(
+            f"{context.display} timed out ({type(exc).__name__}) at {context.base_url}",
+            provider=context.provider,
+            retryable=True,
+        )
+    elif isinstance(exc, SSEError):
+        error = ProviderProtocolError(
+            f"{context.display} did not answer with an event stream: {scrub(str(exc), context.secrets)}",
+            provider=context.provider,
+        )
+    elif isinstance(exc, httpx.DecodingError):
+        error = ProviderProtocolError(
+            f"{context.display} sent a body that cannot be decoded: {scrub(str(exc), context.secrets)}",
+            provider=context.provider,
+        )
+    else:
+        what = "the stream was cut" if answered else f"cannot reach {context.base_url}"
+        error = ProviderConnectionError(
+            f"{context.display}: {what} ({reason})", provider=context.provider, retryable=True
+        )
+    error.__cause__ = exc
+    return error
 
 
 def _scrubbed(error: ProviderError, secrets: Sequence[str | None]) -> ProviderError:

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from ..errors import ProviderError
+from ..errors import ProviderError, ProviderProtocolError
 
 __all__ = ["ReplyDecoder", "held_back"]
 
@@ -66,4 +66,9 @@ class ReplyDecoder:
             raise ProviderError(message, provider="local", error_type="max_tokens") from exc
         if not (isinstance(value, dict) and value.get("name") in offered):
             raise ProviderError(f"the model replied {self.raw!r}, not a tool call", provider="local")
-        return str(value["name"]), dict(value["arguments"])
+        arguments = value.get("arguments")
+        if not isinstance(arguments, dict):
+            raise ProviderProtocolError(
+                f"the model's call of {value['name']!r} has no arguments object: {self.raw[:300]!r}", provider="local"
+            )
+        return str(value["name"]), arguments

@@ -24,6 +24,7 @@ from pydantic_core import from_json
 
 from ..errors import ProviderConnectionError, ProviderError, ProviderProtocolError, ProviderStatusError
 from ..usage import Usage
+from ._http import RETRYABLE_ERROR_TYPES, error_fields
 from .base import (
     BlockStart,
     BlockStop,
@@ -48,9 +49,6 @@ STOP_REASONS = {
     "function_call": "tool_use",
     "content_filter": "refusal",
 }
-RETRYABLE_ERROR_TYPES = frozenset(
-    {"server_error", "api_error", "overloaded_error", "rate_limit_error", "rate_limit_exceeded", "timeout"}
-)
 
 
 @dataclass
@@ -61,6 +59,8 @@ class _Call:
     """Our block index, once the call has a name and its BlockStart went out."""
     early: list[str] = field(default_factory=list)
     """Argument fragments that came before the name."""
+    arguments: list[str] = field(default_factory=list)
+    """Every argument fragment, to tell a call cut short by max_tokens at the end."""
 
 
 def map_usage(raw: object) -> Usage:
@@ -233,6 +233,8 @@ class OpenAIStreamParser:
             call.name = name
         if arguments is not None and not isinstance(arguments, str):
             arguments = json.dumps(arguments)  # a server that sends the arguments as an object
+        if arguments:
+            call.arguments.append(arguments)
         if call.index is None:
             if arguments:
                 call.early.append(arguments)
@@ -258,6 +260,14 @@ class OpenAIStreamParser:
         for call in self._all_calls:
             if call.index is None:
                 raise self._protocol(f"a tool call (id {call.id!r}) never named its function")
+            if self._finish == "length" and not _complete("".join(call.arguments)):
+                # Not the server's fault, and the same request would be cut the same way: say so plainly.
+                raise ProviderError(
+                    f"{self._display}: the response reached max_tokens while writing the input of a call to "
+                    f"{call.name!r}, so the call is incomplete; raise max_tokens",
+                    provider=self._provider,
+                    error_type="max_tokens",
+                )
         for index in list(self._open):
             self._close(index, out)
         if self._usage is None and self._content_chunks:
@@ -267,8 +277,10 @@ class OpenAIStreamParser:
         if self._usage is not None:
             out.append(UsageUpdate(usage=self._usage))
         details: dict[str, Any] | None = None
-        # Calls decide: some servers say "stop" even when they called tools.
-        stop = "tool_use" if self._all_calls else STOP_REASONS.get(self._finish or "stop", "end_turn")
+        # Calls decide (some servers say "stop" even when they called tools), unless max_tokens was reached.
+        stop = STOP_REASONS.get(self._finish or "stop", "end_turn")
+        if self._all_calls and stop != "max_tokens":
+            stop = "tool_use"
         if self._refusal:
             stop = "refusal"
         if stop == "refusal":
@@ -276,15 +288,9 @@ class OpenAIStreamParser:
         out.append(ResponseEnd(stop_reason=stop, stop_details=details))
 
     def _stream_error(self, payload: dict[str, Any]) -> ProviderError:
-        error = payload.get("error")
-        if isinstance(error, dict):
-            kind = error.get("type") or error.get("code")
-            message = error.get("message") or "no message"
-        else:
-            kind, message = None, error or "no message"
-        kind = str(kind) if kind else None
+        kind, message, _ = error_fields(payload)
         return ProviderStatusError(
-            f"{self._display} stream error{f' {kind}' if kind else ''}: {message}",
+            f"{self._display} stream error{f' {kind}' if kind else ''}: {message or 'no message'}",
             provider=self._provider,
             error_type=kind,
             retryable=kind in RETRYABLE_ERROR_TYPES,
@@ -292,3 +298,13 @@ class OpenAIStreamParser:
 
     def _protocol(self, message: str) -> ProviderProtocolError:
         return ProviderProtocolError(f"{self._display}: {message}", provider=self._provider)
+
+
+def _complete(arguments: str) -> bool:
+    """Whether a call's arguments are whole: a JSON object, or nothing at all (a call without input)."""
+    if not arguments.strip():
+        return True
+    try:
+        return isinstance(json.loads(arguments), dict)
+    except ValueError:
+        return False

@@ -83,11 +83,16 @@ def _warn_unknown(provider_id: str, model: str) -> None:
     )
 
 
-def genai_pricing(provider_id: str, model: str, *, api_url: str | None = None) -> Pricing:
+def genai_pricing(
+    provider_id: str, model: str, *, api_url: str | None = None, unknown: Pricing | None = None
+) -> Pricing:
     """The list-price function for ``model`` as sold by ``provider_id`` (``anthropic``, ``openai``), or by
-    whoever serves ``api_url`` when genai-prices knows that host."""
+    whoever serves ``api_url`` when genai-prices knows that host. A model it does not know costs
+    ``unknown`` when given, else the provider's fallback (with a warning)."""
     where = _locate(model, provider_id, api_url)
     if where is None:
+        if unknown is not None:
+            return unknown
         _warn_unknown(provider_id, model)
         return fallback_pricing(provider_id)
     key, value = where

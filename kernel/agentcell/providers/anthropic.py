@@ -23,9 +23,10 @@ from typing import Any
 import httpx
 
 from ..errors import ConfigurationError, ProviderAuthError
+from ..events import TextBlock
 from ..usage import Pricing
 from ._anthropic_stream import AnthropicStreamParser
-from ._http import DEFAULT_TIMEOUT, ErrorContext, HTTPStreamer, RetryPolicy, join_url
+from ._http import DEFAULT_TIMEOUT, ErrorContext, HTTPStreamer, RetryPolicy, check_key, clean_key, join_url
 from ._pricing import genai_pricing
 from .base import (
     ImagePart,
@@ -78,8 +79,9 @@ class AnthropicProvider(Provider):
         client: httpx.AsyncClient | None = None,
         pricing: Pricing | None = None,
     ) -> None:
-        # Like the SDK: an empty variable counts as unset.
-        self._api_key = api_key or os.environ.get(KEY_ENV) or None
+        # Like the SDK: an empty variable counts as unset. Whitespace around a key (the \r of a CRLF .env)
+        # is dropped; a key still unfit for a header is refused in _prepare, naming the variable.
+        self._api_key = clean_key(api_key) or clean_key(os.environ.get(KEY_ENV))
         self.base_url = base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
         self._url = join_url(self.base_url, "v1/messages")
         self.betas = tuple(betas)
@@ -112,6 +114,7 @@ class AnthropicProvider(Provider):
                 f"no Anthropic API key: set the {KEY_ENV} environment variable (or pass api_key=)",
                 provider=self.name,
             )
+        check_key(self._api_key, display="Anthropic", key_env=KEY_ENV, provider=self.name)
         body, betas = build_body(request)
         headers = {
             "x-api-key": self._api_key,
@@ -222,11 +225,12 @@ def _message(message: Message) -> dict[str, Any]:
             case ToolCallPart():
                 content.append({"type": "tool_use", "id": part.id, "name": part.name, "input": part.input})
             case ToolResultPart():
-                result: dict[str, Any] = {
-                    "type": "tool_result",
-                    "tool_use_id": part.call_id,
-                    "content": [block.model_dump() for block in part.content],
-                }
+                result: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.call_id}
+                # The API refuses an empty text block (HTTP 400), and the result stays in the history, so
+                # every later request would fail too: drop them (a result left empty is sent without content).
+                blocks = [b.model_dump() for b in part.content if not (isinstance(b, TextBlock) and not b.text)]
+                if blocks:
+                    result["content"] = blocks
                 if part.is_error:
                     result["is_error"] = True
                 content.append(result)

@@ -5,8 +5,9 @@
 ``https://api.openai.com/v1``); ``ollama`` defaults to ``http://127.0.0.1:11434/v1`` and ``vllm`` to
 ``http://127.0.0.1:8000/v1``, both without a key. A model config's ``base_url`` overrides any of them.
 
-Self-hosted servers (``ollama``, ``vllm``, any loopback base URL) cost nothing at list price; elsewhere
-prices come from genai-prices (see ``_pricing``). ``settings.extra`` is merged into the body as is.
+Self-hosted servers cost nothing at list price: ``ollama`` and ``vllm``, and a model genai-prices does not
+know at a loopback base URL (llama.cpp's server). A known model keeps its list price wherever it is served,
+a local proxy included (see ``_pricing``). ``settings.extra`` is merged into the body as is.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import httpx
 
 from ..errors import ProviderAuthError
 from ..usage import FREE, Pricing
-from ._http import DEFAULT_TIMEOUT, ErrorContext, HTTPStreamer, RetryPolicy, join_url
+from ._http import DEFAULT_TIMEOUT, ErrorContext, HTTPStreamer, RetryPolicy, check_key, clean_key, join_url
 from ._openai_stream import OpenAIStreamParser
 from ._pricing import genai_pricing
 from .base import (
@@ -73,11 +74,11 @@ class OpenAIProvider(Provider):
         pricing: Pricing | None = None,
     ) -> None:
         self.name = name
-        self._api_key = api_key or None
+        self._api_key = clean_key(api_key)  # without the \r a CRLF .env file leaves; empty means none
         self.base_url = base_url
         self._url = join_url(base_url, "chat/completions")
         self._key_env = key_env
-        self._official = urlsplit(base_url).hostname == "api.openai.com"
+        self._official = _host(base_url) == "api.openai.com"
         self._pricing = pricing
         self._http = HTTPStreamer(client=client, timeout=timeout, retry=retry or RetryPolicy())
 
@@ -87,9 +88,13 @@ class OpenAIProvider(Provider):
     def pricing(self, model: str) -> Pricing:
         if self._pricing is not None:
             return self._pricing
-        if self.name in ("ollama", "vllm") or _is_loopback(self.base_url):
+        if self.name in ("ollama", "vllm"):
             return FREE
-        return genai_pricing("openai", model, api_url=None if self._official else self.base_url)
+        # A model genai-prices knows keeps its list price behind a local proxy (LiteLLM and the like);
+        # one it does not know, on this machine, is a self-hosted model (llama.cpp's server): free.
+        local = _is_loopback(self.base_url)
+        api_url = None if self._official else self.base_url
+        return genai_pricing("openai", model, api_url=api_url, unknown=FREE if local else None)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -114,6 +119,8 @@ class OpenAIProvider(Provider):
     def _prepare(self, request: ModelRequest) -> tuple[str, dict[str, str], bytes]:
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         if self._api_key is not None:
+            display = _DISPLAY.get(self.name, self.name)
+            check_key(self._api_key, display=display, key_env=self._key_env, provider=self.name)
             headers["authorization"] = f"Bearer {self._api_key}"
         elif self._official:
             raise ProviderAuthError(
@@ -124,8 +131,15 @@ class OpenAIProvider(Provider):
         return self._url, headers, json.dumps(body).encode()
 
 
+def _host(url: str) -> str:
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:  # e.g. an unclosed IPv6 bracket; sending to it fails as a ProviderError
+        return ""
+
+
 def _is_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
+    host = _host(url)
     if host == "localhost":
         return True
     try:

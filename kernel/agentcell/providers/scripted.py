@@ -146,12 +146,16 @@ class ScriptedProvider(Provider):
         except (OSError, json.JSONDecodeError) as exc:
             raise InvalidInputError(f"cannot read the script {path}: {exc}") from exc
         pricing = FREE
-        if isinstance(data, dict):
-            prices = data.get("pricing")
-            if prices:
-                pricing = flat_pricing(**{k: Decimal(str(v)) for k, v in prices.items()})
-            data = data.get("responses", [])
-        return cls(_responses_adapter.validate_python(data), pricing=pricing)
+        try:
+            if isinstance(data, dict):
+                prices = data.get("pricing")
+                if prices:
+                    pricing = flat_pricing(**{k: Decimal(str(v)) for k, v in prices.items()})
+                data = data.get("responses", [])
+            responses = _responses_adapter.validate_python(data)
+        except (TypeError, ValueError, AttributeError, ArithmeticError) as exc:  # ValidationError is a ValueError
+            raise InvalidInputError(f"the script {path} is not valid: {exc}") from exc
+        return cls(responses, pricing=pricing)
 
     def pricing(self, model: str) -> Pricing:
         del model

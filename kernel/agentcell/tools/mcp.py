@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
+from ..errors import ToolRegistrationError
 from ..events import ContentBlock, ImageBlock, ImageSource, TextBlock
 from .base import ToolResult
 from .definition import ToolContext, ToolDefinition
@@ -301,13 +302,20 @@ class McpTools:
                 run=_caller(connection, mcp_tool.name),
                 description=mcp_tool.description or "",
                 input_schema=mcp_tool.input_schema,
-                parallel_safe=read_only,
+                # An untrusted hint must not let calls run side by side either.
+                parallel_safe=self.trust_annotations and read_only,
                 access=access,
                 timeout=self.call_timeout,
                 title=mcp_tool.title or (mcp_tool.annotations.title if mcp_tool.annotations else None),
                 origin="mcp",
             )
-            self._disposers.append(self.registry.register(definition, scope=self.scope))
+            try:
+                dispose = self.registry.register(definition, scope=self.scope)
+            except ToolRegistrationError as exc:
+                # E.g. server "a" tool "b__c" and server "a__b" tool "c" both become "a__b__c".
+                log.warning("MCP tool %r of %r cannot be registered (%s); skipped", mcp_tool.name, prefix, exc)
+                continue
+            self._disposers.append(dispose)
             names.append(name)
         self._registered[prefix] = tuple(names)
 

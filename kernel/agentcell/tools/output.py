@@ -30,7 +30,8 @@ def as_result(value: object) -> ToolResult:
     if isinstance(value, Sequence) and value and all(isinstance(item, TextBlock | ImageBlock) for item in value):
         return ToolResult(content=tuple(value))
     if value is None:
-        return ToolResult.text("")
+        # Never an empty text block: Anthropic refuses a request that carries one.
+        return ToolResult.text("(no output)")
     if isinstance(value, BaseModel):
         return ToolResult.text(value.model_dump_json())
     try:

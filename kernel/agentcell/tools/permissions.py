@@ -201,11 +201,11 @@ class PermissionPolicy:
                 weigh(table[kind][1], f"{tool} would write files it cannot name in advance", f"{tool}:{kind}")
             for raw, _ in named:
                 real = self.resolve(raw)
+                verb = "read" if kind == "read" else "write"
                 if self.contains(real):
-                    weigh(table[kind][0], f"{tool} would write {real}", f"{tool}:{kind}")
+                    weigh(table[kind][0], f"{tool} would {verb} {real}", f"{tool}:{kind}")
                     continue
                 outside = True
-                verb = "read" if kind == "read" else "write"
                 where = real if real.is_dir() else real.parent
                 weigh(
                     table[kind][1],

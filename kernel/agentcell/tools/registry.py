@@ -310,7 +310,11 @@ class ToolRegistry:
             except Exception as exc:
                 # Fail closed: a call whose reach cannot be told is not run.
                 return Verdict("deny", f"cannot tell which files {definition.name} would touch: {exc}")
-        return policy.evaluate(definition.name, definition.access, paths)
+        try:
+            return policy.evaluate(definition.name, definition.access, paths)
+        except Exception as exc:
+            # A path the model chose may not resolve (a null byte, a directory we may not enter): fail closed.
+            return Verdict("deny", f"cannot check the files {definition.name} would touch: {_describe(exc)}")
 
     # ------------------------------------------------------------------------------------------ execute
 
