@@ -6,7 +6,7 @@ VENV   := .venv
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 BIN    := $(VENV)/bin
 
-.PHONY: quickstart test lint typecheck pytest pytest-ipykernel73 bench clean
+.PHONY: quickstart test lint typecheck pytest pytest-ipykernel73 js js-test bench bench-render clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,16 +17,29 @@ $(VENV)/.stamp-%: pyproject.toml | $(BIN)/python
 	touch $@
 
 quickstart: $(VENV)/.stamp-local
-	$(BIN)/agentcell run notebooks/quickstart.ipynb
+	$(BIN)/agentcell run notebooks/quickstart.ipynb --model local:smollm2
 
 lint: $(VENV)/.stamp-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-typecheck: $(VENV)/.stamp-dev
+typecheck: $(VENV)/.stamp-dev js
 	$(BIN)/mypy
+	cd widgets/js && npx tsc --noEmit
 
-pytest: $(VENV)/.stamp-dev
+# The widget front end (widgets/js): npm packages from the lockfile, then the esbuild bundle that the
+# Python package ships (pip install runs the same build through hatch-jupyter-builder).
+JS := widgets/js
+$(JS)/node_modules/.package-lock.json: $(JS)/package-lock.json
+	cd $(JS) && npm ci --no-audit --no-fund
+
+js: $(JS)/node_modules/.package-lock.json
+	cd $(JS) && npm run build
+
+js-test: js
+	cd $(JS) && npx vitest run
+
+pytest: $(VENV)/.stamp-dev js
 	$(BIN)/pytest
 
 # ipykernel 7.3 and 7.4 dispatch comm messages differently (shared/reference/kernel-mechanics.md §2):
@@ -38,13 +51,19 @@ $(IK73)/.stamp: pyproject.toml
 	$(IK73)/bin/python -m pip install --quiet -e '.[test]' 'ipykernel==7.3.0'
 	touch $@
 
-pytest-ipykernel73: $(IK73)/.stamp
-	$(IK73)/bin/pytest tests/kernel -p no:cacheprovider
+# With 7.3 also the widget's comm paths: its transport over ZMQ, and approvals/Stop in JupyterLab with
+# comms over subshells on and off (the rest of the browser tests run once, on 7.4, in `make pytest`).
+pytest-ipykernel73: $(IK73)/.stamp js
+	$(IK73)/bin/pytest tests/kernel tests/widgets/test_transport.py tests/browser/test_comms_matrix.py -p no:cacheprovider
 
-test: lint typecheck pytest pytest-ipykernel73
+test: lint typecheck js-test pytest pytest-ipykernel73
 
 bench: $(VENV)/.stamp-dev
 	$(BIN)/python bench/store.py
+
+# A 20,000-delta turn in JupyterLab + Chromium (issue 6); figures go to bench/RESULTS.md by hand.
+bench-render: $(VENV)/.stamp-dev js
+	$(BIN)/python bench/render.py
 
 clean:
 	rm -rf $(VENV) $(IK73) build dist .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,110 @@
+"""The static HTML of a finished turn, for viewers without the widget (nbconvert, nbviewer, GitHub).
+
+Built from the same :class:`~agentcell.transcript.TurnView` fold as the Markdown fallback. Safe by
+construction: the model's Markdown is rendered by markdown-it with raw HTML off (a ``<script>`` in the
+text comes out as text), links are validated by markdown-it (no ``javascript:``), images are kept only
+from ``data:`` raster URLs or relative paths (the notebook's own origin), and everything else is escaped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from functools import cache
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+from ..events import ImageBlock, TextBlock
+from ..transcript import _clip  # the same clipping as the Markdown fallback
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
+    from markdown_it.utils import EnvType, OptionsDict
+
+    from ..transcript import ToolCard, TurnView
+
+__all__ = ["FALLBACK_CLASS", "fallback_html"]
+
+FALLBACK_CLASS = "agentcell-fallback"
+"""The widget's CSS hides an element of this class where the live view rendered in the same output area."""
+
+_DATA_IMAGE = re.compile(r"^data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]*$", re.IGNORECASE)
+_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+_BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]*$")
+
+
+def _safe_image_src(src: str) -> bool:
+    """``data:`` raster images, or a relative URL (served by the notebook's own origin)."""
+    if _DATA_IMAGE.match(src):
+        return True
+    return bool(src) and not re.match(r"^\s*([a-z][a-z0-9+.-]*:|//)", src, re.IGNORECASE)
+
+
+@cache
+def _markdown() -> MarkdownIt:
+    from markdown_it import MarkdownIt
+    from markdown_it.renderer import RendererHTML
+
+    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    assert isinstance(md.renderer, RendererHTML)
+    default_image = md.renderer.rules["image"]
+
+    def image(_renderer: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
+        src = str(tokens[idx].attrGet("src") or "")
+        if not _safe_image_src(src):
+            return escape(f"[image: {tokens[idx].content or src}]")
+        return str(default_image(tokens, idx, options, env))
+
+    md.add_render_rule("image", image)
+    return md
+
+
+def render_markdown(text: str) -> str:
+    return str(_markdown().render(text))
+
+
+def fallback_html(view: TurnView, *, footer: str) -> str:
+    """The turn as one ``<div class="agentcell-fallback">``: messages, thinking, tool cards, errors, cost."""
+    out = [f'<div class="{FALLBACK_CLASS}">']
+    for kind, key in view.blocks:
+        if kind == "message":
+            text = view.texts.get(key, "")
+            if text:
+                out.append(render_markdown(text))
+                if key in view.interrupted:
+                    out.append("<p><em>(interrupted)</em></p>")
+        elif kind == "thinking":
+            thought = view.thinking.get(key)
+            body = render_markdown(_clip(thought)) if thought else "<p><em>thinking…</em></p>"
+            out.append(f"<details><summary>💭 Thinking</summary>{body}</details>")
+        else:
+            out.append(_tool_html(view.tools[key]))
+    out.extend(f"<p>⚠️ {escape(error)}</p>" for error in view.errors)
+    out.append(f"<p><small>{escape(footer)}</small></p>")
+    out.append("</div>")
+    return "\n".join(out)
+
+
+def _tool_html(card: ToolCard) -> str:
+    code = card.input.get("code") if card.name == "python" else None
+    shown = code if isinstance(code, str) else json.dumps(card.input, indent=2, ensure_ascii=False)
+    parts = [
+        f"<p>🔧 <strong>{escape(card.name)}</strong> — {escape(card.status)}</p>",
+        f"<pre><code>{escape(_clip(shown))}</code></pre>",
+    ]
+    for block in card.output:
+        parts.append(_output_html(block))
+    return '<div class="agentcell-fallback-tool">' + "".join(parts) + "</div>"
+
+
+def _output_html(block: Any) -> str:
+    if isinstance(block, TextBlock):
+        return f"<pre>{escape(_clip(block.text))}</pre>" if block.text else ""
+    if isinstance(block, ImageBlock):
+        media, data = block.source.media_type, block.source.data
+        if media in _IMAGE_TYPES and _BASE64.match(data):
+            return f'<img src="data:{media};base64,{data}" alt="tool output image">'
+        return f"<p>(image of type {escape(media)} not shown)</p>"
+    return ""

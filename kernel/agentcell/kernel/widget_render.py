@@ -1,0 +1,262 @@
+"""The widget renderer: streams a turn into the turn widget, answers its clicks, leaves a static fallback.
+
+Transport (design.md, "The flow of one cell", step 7):
+
+* Every item of the turn goes into a numbered log (the first one is a ``widget.context`` item carried in
+  the widget's initial state). Items are sent as custom messages ``{"type": "items", "start", "items"}``
+  at most ``max_rate`` times a second; consecutive text deltas of one block are merged, so a batch never
+  repeats text.
+* The browser's view announces itself with ``{"type": "hello", "from": n}`` when it renders (and again
+  if it finds a gap); the kernel answers with the log from ``n``. The first hello *during the turn* proves
+  that comms flow while the cell runs: the renderer logs ``widget.live`` (the view then offers Stop,
+  and Allow/Deny unless someone installed their own approver) and its approver forwards each request to the widget as
+  ``widget.approval_request`` and waits for ``session.approvals``. A call that needs approval before any
+  hello waits up to ``HELLO_GRACE`` seconds from the start of the turn (the view may still be loading);
+  without a hello by then (nbclient, a console, ipykernel 7.3 with comms-over-subshells off) it is refused
+  unasked, as the permission preset says, and the tool card says so.
+* Browser → kernel messages may arrive on the main thread (ipykernel 7.4) or on a subshell thread
+  (7.3 with JupyterLab's comms over subshells): the handler only hands them to the kernel's loop
+  (kernel-mechanics.md §2).
+* At the end the widget's ``items`` trait is set once to the compact durable log (what a saved notebook
+  re-renders without a kernel), and a second output carries the static fallback (sanitised HTML,
+  Markdown, plain text and the turn's events) for nbconvert, nbviewer and GitHub. It is a separate output
+  rather than an update of the widget's: nbconvert shows a widget view instead of any fallback when the
+  notebook holds widget state (nbclient saves it by default), so one output could not serve both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import TYPE_CHECKING, Any
+
+from ..events import EventDelta, EventStart, SpanModelRequestEnd, UserMessage
+from ..transcript import TurnView
+from .fallback_html import fallback_html
+from .render import fallback_bundle
+
+if TYPE_CHECKING:
+    from ..events import Event, StreamItem
+    from ..sessions import Session, TurnResult
+    from ..tools.base import ApprovalDecision, ApprovalRequest
+
+__all__ = ["HELLO_GRACE", "ApprovalUnavailable", "WidgetRenderer", "compact", "turn_costs"]
+
+SPARKLINE_TURNS = 30
+"""Earlier turns whose cost the widget's sparkline shows."""
+
+HELLO_GRACE = 5.0
+"""Seconds from the start of a turn that a call needing approval waits for the view to announce itself."""
+
+
+class ApprovalUnavailable(Exception):  # noqa: N818 - the model reads the name in the refusal
+    """No view answered during the turn, so no one can be asked; the call is refused unasked."""
+
+
+def compact(item: StreamItem) -> dict[str, Any]:
+    """An item as the widget gets it: JSON, without what the view never reads (the session id, which every
+    item repeats, and thinking signatures, opaque and often long)."""
+    data: dict[str, Any] = item.model_dump(mode="json", exclude={"session_id", "signature"})
+    if data.get("redacted_data"):
+        data["redacted_data"] = "redacted"
+    return data
+
+
+def turn_costs(session: Session, *, limit: int = SPARKLINE_TURNS) -> list[str]:
+    """The list cost of each earlier turn of ``session`` (a turn starts at a ``user.message``), oldest first."""
+    costs: list[Any] = []
+    for event in session.events(types=("user.message", "span.model_request_end")):
+        if isinstance(event, UserMessage):
+            costs.append(None)
+        elif isinstance(event, SpanModelRequestEnd) and costs:
+            costs[-1] = (costs[-1] or 0) + event.model_usage.list_cost
+    return [str(c or 0) for c in costs[-limit:]]
+
+
+class WidgetRenderer:
+    """One turn's widget. Created on the kernel's loop by the host; see the module docstring."""
+
+    def __init__(self, session: Session, *, max_rate: float = 30.0) -> None:
+        from IPython.display import display
+
+        from agentcell_widgets import TurnWidget
+
+        self._session = session
+        self._loop = asyncio.get_running_loop()
+        self._interval = 1.0 / max_rate
+        self._last_flush = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+        self._closed = False
+        self._live = False
+        self._hello = asyncio.Event()
+        self._shown_at = time.monotonic()
+        agent = session.agent
+        context = {
+            "type": "widget.context",
+            "model": agent.model.id,
+            "agent_name": agent.name,
+            "agent_version": agent.version,
+            "preset": session.record.permissions,
+            "turn_costs": turn_costs(session),
+        }
+        self._log: list[dict[str, Any]] = [context]
+        """Everything sent to the browser this turn, in order; a view that missed some asks from an index."""
+        self._sent = 1  # the context travels in the widget's initial state
+        self._final: list[dict[str, Any]] = [context]
+        """The compact durable log: the log without previews, set as the widget's state at the end."""
+        self._events: list[Event] = []
+        self.widget = TurnWidget(items=[context])
+        self.widget.on_msg(self._on_msg)
+        display(self.widget)
+        if session.approver is None:  # leave an approver someone installed on purpose alone
+            session.approver = self._ask
+
+    @property
+    def live(self) -> bool:
+        """A view announced itself during the turn: clicks reach the kernel while the cell runs."""
+        return self._live
+
+    # ------------------------------------------------------------------------------------------ kernel side
+
+    def on_item(self, item: StreamItem) -> None:
+        if isinstance(item, EventDelta):
+            self._push_delta(item)
+        elif isinstance(item, EventStart):
+            self._log.append(compact(item))  # previews are live only: the buffered event supersedes them
+        else:
+            self._events.append(item)
+            self._push(compact(item))
+        self._schedule()
+
+    def _push(self, data: dict[str, Any]) -> None:
+        self._log.append(data)
+        self._final.append(data)
+
+    def _push_delta(self, item: EventDelta) -> None:
+        text = item.delta.content.text if item.delta.content.type == "text" else None
+        last = self._log[-1] if len(self._log) > self._sent else None
+        if (
+            text is not None
+            and last is not None
+            and last["type"] == "event_delta"
+            and last["event_id"] == item.event_id
+            and last["delta"]["index"] == item.delta.index
+            and last["delta"]["content"]["type"] == "text"
+        ):
+            last["delta"]["content"]["text"] += text  # not sent yet: one delta per block per batch
+            return
+        self._log.append(item.model_dump(mode="json"))
+
+    def _schedule(self) -> None:
+        if self._timer is not None or self._closed:
+            return
+        wait = self._last_flush + self._interval - time.monotonic()
+        if wait <= 0:
+            self._flush()
+        else:
+            self._timer = self._loop.call_later(wait, self._flush)
+
+    def _flush(self) -> None:
+        self._timer = None
+        if self._sent >= len(self._log):
+            return
+        self._last_flush = time.monotonic()
+        self._send_from(self._sent)
+
+    def _send_from(self, start: int) -> None:
+        self.widget.send({"type": "items", "start": start, "items": self._log[start:]})
+        self._sent = len(self._log)
+
+    def close(self, result: TurnResult | None) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._flush()
+        self._closed = True
+        self._withdraw_approver()
+        self.widget.items = self._final  # once: the state a saved notebook re-renders
+        view = TurnView()
+        for event in result.events if result is not None else self._events:
+            view.apply(event)
+        from IPython.display import display
+
+        bundle = fallback_bundle(view, result)
+        footer = view.usage_line() + (f" · stop: {view.stop_reason}" if view.stop_reason else "")
+        bundle["text/html"] = fallback_html(view, footer=footer)
+        display(bundle, raw=True)
+
+    # ------------------------------------------------------------------------------------------ approvals
+
+    async def _ask(self, request: ApprovalRequest) -> ApprovalDecision | bool:
+        """The session's approver during the turn: once a view is live, show the request in the widget and
+        wait for the session's broker (answered by ``confirm_tool`` when the user clicks)."""
+        if not self._live:
+            grace = self._shown_at + HELLO_GRACE - time.monotonic()
+            if grace > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._hello.wait(), grace)
+        if not self._live:
+            preset = request.preset or "session's"
+            raise ApprovalUnavailable(
+                f"no notebook view could answer while this cell ran; under the {preset} preset this call needs "
+                "the user's approval, so it was not run"
+            )
+        self._push(
+            {
+                "type": "widget.approval_request",
+                "tool_use_id": request.call.tool_use_id,
+                "reason": request.reason,
+                "preset": request.preset,
+            }
+        )
+        self._schedule()
+        return await self._session.approvals(request)
+
+    def _go_live(self) -> None:
+        self._live = True
+        self._hello.set()
+        self._push({"type": "widget.live", "approvals": self._session.approver == self._ask})
+
+    def _withdraw_approver(self) -> None:
+        if self._session.approver == self._ask:
+            self._session.approver = None
+
+    # ------------------------------------------------------------------------------------------ browser side
+
+    def _on_msg(self, _widget: object, content: Any, _buffers: object) -> None:
+        """Runs on whichever thread ipykernel dispatched the comm message on: only hand it to the loop."""
+        if not isinstance(content, dict):
+            return
+        with contextlib.suppress(RuntimeError):  # a closed loop: the kernel is shutting down
+            self._loop.call_soon_threadsafe(self._handle, dict(content))
+
+    def _handle(self, content: dict[str, Any]) -> None:
+        if self._closed:
+            return  # the final state has everything; answers to a finished turn have no one to reach
+        kind = content.get("type")
+        if kind == "hello":
+            if not self._live:
+                self._go_live()
+            start = content.get("from")
+            self._send_from(start if isinstance(start, int) and 0 <= start <= len(self._log) else 0)
+        elif kind == "approval":
+            self._answer(content)
+        elif kind == "stop":
+            self._session.interrupt()
+
+    def _answer(self, content: dict[str, Any]) -> None:
+        from ..errors import InvalidInputError
+
+        result, remember = content.get("result"), content.get("remember", "once")
+        message = content.get("message")
+        if result not in ("allow", "deny") or remember not in ("once", "always"):
+            return
+        # Already answered (a second view, a double click) or no longer waiting: nothing to do.
+        with contextlib.suppress(InvalidInputError):
+            self._session.confirm_tool(
+                str(content.get("tool_use_id", "")),
+                result,
+                remember=remember,
+                message=message if isinstance(message, str) and message else None,
+            )

@@ -1,0 +1,155 @@
+"""A real agentcell kernel driven over ZMQ by a client that plays the browser's part of the turn widget:
+it reads the widget's comm messages from IOPub and answers with custom messages, on the main shell or on
+a subshell as JupyterLab does with comms over subshells."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jupyter_client.blocking.client import BlockingKernelClient
+from jupyter_client.manager import KernelManager, start_new_kernel
+
+
+@dataclass
+class TurnDriver:
+    """Runs one cell and collects what the kernel published for it."""
+
+    kc: BlockingKernelClient
+    msg_id: str = ""
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    comm_id: str | None = None
+    subshell_id: str | None = None
+
+    def execute(self, code: str) -> None:
+        self.messages = []
+        self.comm_id = None
+        self.msg_id = self.kc.execute(code)
+
+    def until(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 30) -> dict[str, Any]:
+        """Read IOPub (this cell's messages and the widget's) until one satisfies ``predicate``; return it."""
+        for msg in self.messages:
+            if predicate(msg):
+                return msg
+        deadline = time.monotonic() + timeout
+        while True:
+            msg = self.kc.get_iopub_msg(timeout=max(0.05, deadline - time.monotonic()))
+            # The widget's own messages count whatever their parent: a reply to a hello is parented to it.
+            ours = msg["msg_type"] == "comm_msg" and msg["content"].get("comm_id") == self.comm_id
+            if msg["parent_header"].get("msg_id") != self.msg_id and not ours:
+                continue
+            msg["time"] = time.monotonic()
+            self.messages.append(msg)
+            if msg["msg_type"] == "comm_open" and "items" in msg["content"]["data"].get("state", {}):
+                self.comm_id = msg["content"]["comm_id"]
+            if predicate(msg):
+                return msg
+
+    def until_idle(self, timeout: float = 30) -> None:
+        self.until(lambda m: m["msg_type"] == "status" and m["content"]["execution_state"] == "idle", timeout)
+
+    def until_item(self, type_: str, timeout: float = 30, **fields: Any) -> dict[str, Any]:
+        """Wait for an item of ``type_`` (with these fields) in a batch the widget was sent."""
+        found: list[dict[str, Any]] = []
+
+        def has(msg: dict[str, Any]) -> bool:
+            for item in self.items_of(msg):
+                if item["type"] == type_ and all(item.get(k) == v for k, v in fields.items()):
+                    found.append(item)
+                    return True
+            return False
+
+        self.until(has, timeout)
+        return found[0]
+
+    def items_of(self, msg: dict[str, Any]) -> list[dict[str, Any]]:
+        if msg["msg_type"] != "comm_msg" or msg["content"]["comm_id"] != self.comm_id:
+            return []
+        data = msg["content"]["data"]
+        if data.get("method") == "custom" and data["content"].get("type") == "items":
+            return list(data["content"]["items"])
+        return []
+
+    @property
+    def batches(self) -> list[dict[str, Any]]:
+        return [
+            m["content"]["data"]["content"]
+            for m in self.messages
+            if m["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == self.comm_id
+            and m["content"]["data"].get("method") == "custom"
+        ]
+
+    @property
+    def final_state(self) -> list[dict[str, Any]]:
+        updates = [
+            m["content"]["data"]["state"]["items"]
+            for m in self.messages
+            if m["msg_type"] == "comm_msg"
+            and m["content"]["comm_id"] == self.comm_id
+            and m["content"]["data"].get("method") == "update"
+            and "items" in m["content"]["data"].get("state", {})
+        ]
+        assert len(updates) == 1, "the final state is set exactly once"
+        return list(updates[0])
+
+    @property
+    def displays(self) -> list[dict[str, Any]]:
+        return [m["content"]["data"] for m in self.messages if m["msg_type"] == "display_data"]
+
+    def open_subshell(self) -> None:
+        """Comms on a subshell, as JupyterLab ≥ 4.4 sends them (``commsOverSubshells``)."""
+        self.kc.control_channel.send(self.kc.session.msg("create_subshell_request", {}))
+        reply = self.kc.control_channel.get_msg(timeout=10)
+        self.subshell_id = reply["content"]["subshell_id"]
+
+    def send(self, content: dict[str, Any]) -> None:
+        """A custom message from the widget's view (``model.send``)."""
+        assert self.comm_id is not None, "the widget has not been opened yet"
+        msg = self.kc.session.msg(
+            "comm_msg", {"comm_id": self.comm_id, "data": {"method": "custom", "content": content}}
+        )
+        if self.subshell_id is not None:
+            msg["header"]["subshell_id"] = self.subshell_id
+        self.kc.shell_channel.send(msg)
+
+
+def write_script(path: Path, responses: list[dict[str, Any]], pricing: dict[str, float] | None = None) -> str:
+    data: Any = {"responses": responses, "pricing": pricing} if pricing else responses
+    path.write_text(json.dumps(data))
+    return f"scripted:{path}"
+
+
+@pytest.fixture
+def kernel_env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+    env.update(
+        AGENTCELL_DB=str(tmp_path / "kernel.db"),
+        AGENTCELL_MODEL="scripted",
+        JPY_SESSION_NAME=str(tmp_path / "notebook.ipynb"),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+@pytest.fixture
+def driver_for(kernel_env: dict[str, str]) -> Iterator[Callable[[str], TurnDriver]]:
+    """``driver_for(model)`` starts a kernel on that model and returns its driver (stopped afterwards)."""
+    started: list[tuple[KernelManager, BlockingKernelClient]] = []
+
+    def start(model: str) -> TurnDriver:
+        env = {**kernel_env, "AGENTCELL_MODEL": model}
+        km, kc = start_new_kernel(kernel_name="agentcell", env=env, startup_timeout=60)
+        started.append((km, kc))
+        return TurnDriver(kc)
+
+    yield start
+    for km, kc in started:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

@@ -1,0 +1,30 @@
+"""The turn widget: traits and messages only; the kernel's renderer drives it and the ESM draws it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anywidget
+import traitlets
+
+from ._paths import STATIC
+
+__all__ = ["TurnWidget"]
+
+
+class TurnWidget(anywidget.AnyWidget):
+    """One agent turn. Live items arrive as custom messages (batches); ``items`` is set twice: the
+    context at creation and the compact final log at the end, which is what a saved notebook re-renders.
+    The browser answers with custom messages too (``hello``, ``approval``, ``stop``)."""
+
+    _esm = STATIC / "turn.js"
+    _css = STATIC / "turn.css"
+
+    items = traitlets.List(traitlets.Dict()).tag(sync=True)
+    """The turn's items: ``[context]`` while it runs, then its compact durable log."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        unknown = set(kwargs) - {"items"}
+        if unknown:  # a typo would otherwise become a silent, unsynced attribute
+            raise TypeError(f"TurnWidget got unexpected arguments: {', '.join(sorted(unknown))}")
+        super().__init__(**kwargs)

@@ -1,0 +1,304 @@
+/**
+ * The turn as a fold over items: `fold(items)` from a saved state and `apply(state, item)` per live
+ * batch are the same function, so the live view and the re-rendered notebook cannot disagree.
+ */
+
+import { parseMoney } from "./money";
+import { type Block, type Thread, type ThinkingBlock, type ToolBlock, type ToolStatus, type TurnState, emptyState } from "./state";
+import { type ContextItem, type Item, type UsageJson, contentBlocks, num, str, textOf } from "./types";
+
+export function fold(items: Iterable<Item>): TurnState {
+  const state = emptyState();
+  for (const item of items) apply(state, item);
+  return state;
+}
+
+export function apply(state: TurnState, item: Item): void {
+  state.version += 1;
+  const handler = HANDLERS[item.type];
+  if (handler) handler(state, item);
+}
+
+type Handler = (state: TurnState, item: Item) => void;
+
+const HANDLERS: Record<string, Handler> = {
+  "widget.context": (state, item) => {
+    state.context = item as ContextItem;
+    state.model = state.model || str(item.model);
+  },
+  "widget.live": (state, item) => {
+    state.live = true;
+    state.approvalsOffered = item.approvals === true;
+  },
+  "widget.approval_request": (state, item) => {
+    const tool = toolBlock(state, str(item.tool_use_id));
+    if (tool) tool.approval = { reason: str(item.reason), preset: str(item.preset) };
+  },
+  "user.message": (state, item) => {
+    state.prompt = textOf(contentBlocks(item.content));
+  },
+  "user.interrupt": (state) => {
+    state.interruptRequested = true;
+  },
+  "user.tool_confirmation": (state, item) => {
+    const tool = toolBlock(state, str(item.tool_use_id));
+    if (!tool) return;
+    const result = item.result === "allow" ? "allow" : "deny";
+    const message = typeof item.deny_message === "string" ? item.deny_message : null;
+    tool.confirmation = { result, remember: str(item.remember, "once"), message, at: item.created_at ?? null };
+  },
+  event_start: (state, item) => {
+    const ref = (item.event ?? {}) as { type?: unknown; id?: unknown };
+    const id = str(ref.id);
+    if (!id) return;
+    const thread = item.thread_id ?? null;
+    if (ref.type === "agent.thinking") open(state, thread, { kind: "thinking", id, text: null, redacted: false });
+    else open(state, thread, { kind: "message", id, text: "", streaming: true, interrupted: false });
+    state.previewed.add(id);
+  },
+  event_delta: (state, item) => {
+    const block = state.blocks.get(str(item.event_id));
+    const delta = (item.delta ?? {}) as { content?: { type?: unknown; text?: unknown } };
+    const text = delta.content?.type === "text" ? str(delta.content.text) : "";
+    if (block?.kind === "message" && block.streaming) block.text += text;
+  },
+  "agent.message": (state, item) => {
+    const id = str(item.id);
+    const block = open(state, item.thread_id ?? null, {
+      kind: "message",
+      id,
+      text: "",
+      streaming: false,
+      interrupted: false,
+    });
+    if (block.kind !== "message") return;
+    block.text = textOf(contentBlocks(item.content));
+    block.streaming = false;
+    block.interrupted = item.interrupted === true;
+    state.previewed.delete(id);
+  },
+  "agent.thinking": (state, item) => {
+    const id = str(item.id);
+    const fresh: ThinkingBlock = { kind: "thinking", id, text: null, redacted: false };
+    const block = open(state, item.thread_id ?? null, fresh);
+    if (block.kind !== "thinking") return;
+    block.redacted = Boolean(item.redacted_data) && !item.thinking;
+    block.text = str(item.thinking);
+    state.previewed.delete(id);
+  },
+  "agent.tool_use": (state, item) => openTool(state, item, false),
+  "agent.custom_tool_use": (state, item) => openTool(state, item, true),
+  "agent.tool_result": (state, item) => {
+    const tool = toolBlock(state, str(item.tool_use_id));
+    if (!tool) return;
+    tool.answered = true;
+    tool.output = contentBlocks(item.content);
+    tool.isError = item.is_error === true;
+    tool.fullText = typeof item.full_text === "string" ? item.full_text : null;
+    tool.endedAt = item.created_at ?? null;
+  },
+  "user.custom_tool_result": (state, item) => {
+    const tool = toolBlock(state, str(item.custom_tool_use_id));
+    if (!tool) return;
+    tool.answered = true;
+    tool.output = contentBlocks(item.content);
+    tool.isError = item.is_error === true;
+    tool.endedAt = item.created_at ?? null;
+  },
+  "span.model_request_start": (state, item) => {
+    if (typeof item.model === "string" && item.model) state.model = item.model;
+  },
+  "span.model_request_end": (state, item) => {
+    addUsage(state, (item.model_usage ?? {}) as UsageJson);
+    if (item.is_error === true) {
+      // A failed attempt's previews are abandoned: its retry streams afresh under new ids.
+      for (const id of state.previewed) drop(state, id);
+      state.previewed.clear();
+    }
+  },
+  "session.usage": (state, item) => {
+    state.sessionUsage = (item.usage ?? null) as UsageJson | null;
+    state.budget = (item.budget ?? null) as TurnState["budget"];
+  },
+  "session.error": (state, item) => {
+    const error = (item.error ?? {}) as { type?: unknown; message?: unknown; retry_status?: unknown };
+    open(state, item.thread_id ?? null, {
+      kind: "error",
+      id: str(item.id, `error-${state.version}`),
+      errorType: str(error.type, "error"),
+      message: str(error.message),
+      retry: str(error.retry_status, "terminal"),
+    });
+  },
+  "session.status_running": (state, item) => {
+    if (item.thread_id) thread(state, item.thread_id).status = "running";
+    else state.status = "running";
+  },
+  "session.status_idle": (state, item) => {
+    const stop = (item.stop_reason ?? {}) as { type?: unknown; message?: unknown };
+    if (item.thread_id) {
+      thread(state, item.thread_id).status = `idle (${str(stop.type, "end_turn")})`;
+      return;
+    }
+    state.status = "idle";
+    state.stopReason = str(stop.type, "end_turn");
+    state.stopDetail = typeof stop.message === "string" ? stop.message : null;
+  },
+  "session.updated": (state, item) => {
+    if (typeof item.permissions === "string" && state.context) {
+      state.context = { ...state.context, preset: item.permissions };
+    }
+  },
+  // Outcomes and sub-agent threads: the managed-agents shapes, in the engine's field names.
+  "user.define_outcome": (state, item) => {
+    const rubric = (item.rubric ?? {}) as { type?: unknown; content?: unknown; path?: unknown };
+    const id = str(item.outcome_id, str(item.id));
+    state.outcomes.set(id, {
+      id,
+      description: str(item.description),
+      rubric: rubric.type === "file" ? `file: ${str(rubric.path)}` : str(rubric.content),
+      maxIterations: num(item.max_iterations) || 3,
+      iterations: [],
+    });
+  },
+  "span.outcome_evaluation_start": (state, item) => {
+    const outcome = state.outcomes.get(str(item.outcome_id));
+    if (!outcome) return;
+    const n = num(item.iteration);
+    if (!outcome.iterations.some((it) => it.n === n)) {
+      outcome.iterations.push({ n, result: null, explanation: "", revision: latestRevision(state) });
+    }
+  },
+  "span.outcome_evaluation_end": (state, item) => {
+    const outcome = state.outcomes.get(str(item.outcome_id));
+    if (!outcome) return;
+    const n = num(item.iteration);
+    let iteration = outcome.iterations.find((it) => it.n === n);
+    if (!iteration) {
+      iteration = { n, result: null, explanation: "", revision: latestRevision(state) };
+      outcome.iterations.push(iteration);
+    }
+    iteration.result = str(item.result, "failed");
+    iteration.explanation = str(item.explanation);
+  },
+  "session.thread_created": (state, item) => {
+    const id = str(item.session_thread_id, str(item.thread_id));
+    if (!id) return;
+    const agent = (item.agent ?? {}) as { name?: unknown };
+    thread(state, id).title = str(item.agent_name, str(agent.name, id));
+  },
+  "session.thread_status_running": (state, item) => threadStatus(state, item, "running"),
+  "session.thread_status_idle": (state, item) => threadStatus(state, item, "idle"),
+  "session.thread_status_terminated": (state, item) => threadStatus(state, item, "terminated"),
+  "agent.thread_message_sent": (state, item) => threadNote(state, item, "→"),
+  "agent.thread_message_received": (state, item) => threadNote(state, item, "←"),
+};
+
+function open(state: TurnState, threadId: string | null, fresh: Block): Block {
+  const existing = state.blocks.get(fresh.id);
+  if (existing) return existing;
+  state.blocks.set(fresh.id, fresh);
+  (threadId ? thread(state, threadId).order : state.order).push(fresh.id);
+  return fresh;
+}
+
+function drop(state: TurnState, id: string): void {
+  state.blocks.delete(id);
+  state.order = state.order.filter((key) => key !== id);
+  for (const t of state.threads.values()) t.order = t.order.filter((key) => key !== id);
+}
+
+function thread(state: TurnState, id: string): Thread {
+  let found = state.threads.get(id);
+  if (!found) {
+    found = { id, title: id, status: "running", order: [] };
+    state.threads.set(id, found);
+  }
+  return found;
+}
+
+function threadStatus(state: TurnState, item: Item, status: string): void {
+  const id = str(item.session_thread_id, str(item.thread_id));
+  if (id) thread(state, id).status = status;
+}
+
+function threadNote(state: TurnState, item: Item, arrow: string): void {
+  const id = str(item.id, `note-${state.version}`);
+  const text = textOf(contentBlocks(item.content));
+  const peer = str(item.to_thread_id, str(item.from_thread_id));
+  open(state, item.thread_id ?? null, { kind: "note", id, text: `${arrow} ${peer}: ${text}` });
+}
+
+function openTool(state: TurnState, item: Item, custom: boolean): void {
+  const input = typeof item.input === "object" && item.input !== null ? (item.input as Record<string, unknown>) : {};
+  open(state, item.thread_id ?? null, {
+    kind: "tool",
+    id: str(item.id),
+    name: str(item.name, "tool"),
+    custom,
+    input,
+    permission: typeof item.evaluated_permission === "string" ? item.evaluated_permission : null,
+    startedAt: item.created_at ?? null,
+    endedAt: null,
+    output: [],
+    fullText: null,
+    isError: false,
+    answered: false,
+    approval: null,
+    confirmation: null,
+  });
+}
+
+function toolBlock(state: TurnState, id: string): ToolBlock | null {
+  const block = state.blocks.get(id);
+  return block?.kind === "tool" ? block : null;
+}
+
+function addUsage(state: TurnState, usage: UsageJson): void {
+  const sums = state.turnUsage;
+  sums.input += num(usage.input_tokens);
+  sums.output += num(usage.output_tokens);
+  sums.cacheRead += num(usage.cache_read_input_tokens);
+  sums.cacheWrite += num(usage.cache_creation?.ephemeral_5m_input_tokens) + num(usage.cache_creation?.ephemeral_1h_input_tokens);
+  sums.cost += parseMoney(usage.list_cost);
+}
+
+function latestRevision(state: TurnState): string {
+  for (let i = state.order.length - 1; i >= 0; i -= 1) {
+    const block = state.blocks.get(state.order[i] ?? "");
+    if (block?.kind === "message" && block.text) return block.text;
+  }
+  return "";
+}
+
+/**
+ * A tool call's status from what the log says about it. Calls run in order, so the first unanswered
+ * call of its thread is the running one and later ones are pending.
+ */
+export function toolStatus(state: TurnState, tool: ToolBlock): ToolStatus {
+  if (tool.answered) {
+    if (!tool.isError) return "completed";
+    if (tool.confirmation?.result === "deny" || tool.permission === "deny" || notAsked(tool)) return "denied";
+    return "failed";
+  }
+  if (tool.confirmation?.result === "deny") return "denied";
+  if (tool.approval && !tool.confirmation) return "awaiting approval";
+  if (state.status === "idle" || tool.custom) return "pending";
+  const order = threadOrderOf(state, tool.id);
+  const first = order.find((id) => {
+    const block = state.blocks.get(id);
+    return block?.kind === "tool" && !block.answered && !block.custom;
+  });
+  return first === tool.id ? "running" : "pending";
+}
+
+/** The call needed approval but nobody was asked: the permission preset refused it by itself. */
+export function notAsked(tool: ToolBlock): boolean {
+  return tool.permission === "ask" && tool.approval === null && tool.confirmation === null;
+}
+
+function threadOrderOf(state: TurnState, id: string): string[] {
+  if (state.order.includes(id)) return state.order;
+  for (const t of state.threads.values()) if (t.order.includes(id)) return t.order;
+  return [];
+}

@@ -1,0 +1,138 @@
+/** The folded state of one turn. Only `fold.ts` writes it; the views read it. */
+
+import type { BudgetJson, ContentBlock, ContextItem, UsageJson } from "./types";
+
+export type ToolStatus = "pending" | "awaiting approval" | "running" | "completed" | "failed" | "denied";
+
+export interface MessageBlock {
+  kind: "message";
+  id: string;
+  text: string;
+  /** Still streaming from previews; the buffered `agent.message` clears it. */
+  streaming: boolean;
+  interrupted: boolean;
+}
+
+export interface ThinkingBlock {
+  kind: "thinking";
+  id: string;
+  /** null while only the start-only preview has arrived. */
+  text: string | null;
+  redacted: boolean;
+}
+
+export interface ToolBlock {
+  kind: "tool";
+  id: string;
+  name: string;
+  custom: boolean;
+  input: Record<string, unknown>;
+  permission: string | null;
+  startedAt: string | null;
+  endedAt: string | null;
+  output: ContentBlock[];
+  fullText: string | null;
+  isError: boolean;
+  answered: boolean;
+  /** Set when the kernel forwarded this call's approval request to the widget. */
+  approval: { reason: string; preset: string } | null;
+  confirmation: { result: "allow" | "deny"; remember: string; message: string | null; at: string | null } | null;
+}
+
+export interface ErrorBlock {
+  kind: "error";
+  id: string;
+  errorType: string;
+  message: string;
+  retry: string;
+}
+
+export interface NoteBlock {
+  kind: "note";
+  id: string;
+  text: string;
+}
+
+export type Block = MessageBlock | ThinkingBlock | ToolBlock | ErrorBlock | NoteBlock;
+
+export interface Iteration {
+  n: number;
+  /** null while the grader is still evaluating. */
+  result: string | null;
+  explanation: string;
+  /** The agent's text of this revision (its messages since the previous evaluation). */
+  revision: string;
+}
+
+export interface Outcome {
+  id: string;
+  description: string;
+  rubric: string;
+  maxIterations: number;
+  iterations: Iteration[];
+}
+
+export interface Thread {
+  id: string;
+  title: string;
+  status: string;
+  order: string[];
+}
+
+export interface UsageSums {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  /** 1e-15 USD units (see money.ts). */
+  cost: bigint;
+}
+
+export interface TurnState {
+  context: ContextItem | null;
+  model: string;
+  prompt: string;
+  status: "running" | "idle";
+  stopReason: string | null;
+  stopDetail: string | null;
+  interruptRequested: boolean;
+  /** A view announced itself during the turn: clicks reach the kernel (Stop works). */
+  live: boolean;
+  /** ... and the kernel forwards approval requests to this widget. */
+  approvalsOffered: boolean;
+  blocks: Map<string, Block>;
+  /** Block ids of the main thread in order. */
+  order: string[];
+  threads: Map<string, Thread>;
+  outcomes: Map<string, Outcome>;
+  turnUsage: UsageSums;
+  sessionUsage: UsageJson | null;
+  budget: BudgetJson | null;
+  /** Ids opened by a preview and not yet confirmed by their buffered event (dropped if the attempt fails). */
+  previewed: Set<string>;
+  /** Bumped on every change, so a view can tell whether to paint. */
+  version: number;
+}
+
+export function emptyState(): TurnState {
+  return {
+    context: null,
+    model: "",
+    prompt: "",
+    status: "running",
+    stopReason: null,
+    stopDetail: null,
+    interruptRequested: false,
+    live: false,
+    approvalsOffered: false,
+    blocks: new Map(),
+    order: [],
+    threads: new Map(),
+    outcomes: new Map(),
+    turnUsage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0n },
+    sessionUsage: null,
+    budget: null,
+    previewed: new Set(),
+    version: 0,
+  };
+}

@@ -1,0 +1,91 @@
+/**
+ * The items the turn view folds: the engine's events as JSON (`kernel/agentcell/events.py` is the
+ * authority for their shape), its previews, and the few `widget.*` items the kernel's renderer adds
+ * (context at the start, whether approvals can be answered, which tool call is waiting for an answer).
+ * Fields are read defensively: a saved notebook may come from an older or newer engine.
+ */
+
+export interface TextBlock {
+  type: "text";
+  text: string;
+}
+
+export interface ImageBlock {
+  type: "image";
+  source: { type: "base64"; media_type: string; data: string };
+}
+
+export type ContentBlock = TextBlock | ImageBlock;
+
+export interface UsageJson {
+  input_tokens?: number;
+  output_tokens?: number;
+  cache_read_input_tokens?: number;
+  cache_creation?: { ephemeral_5m_input_tokens?: number; ephemeral_1h_input_tokens?: number };
+  list_cost?: string;
+}
+
+export interface BudgetJson {
+  max_list_cost: string;
+  currency?: string;
+}
+
+/** Any item: a discriminated record whose other fields the fold reads by type. */
+export interface Item {
+  type: string;
+  id?: string;
+  thread_id?: string | null;
+  created_at?: string;
+  [field: string]: unknown;
+}
+
+/** The first item of every turn: what the header and the sparkline need from outside the turn. */
+export interface ContextItem extends Item {
+  type: "widget.context";
+  model: string;
+  agent_name: string;
+  agent_version: number;
+  preset: string;
+  /** List cost of each earlier turn of the session, oldest first (decimal strings). */
+  turn_costs: string[];
+}
+
+/** Kernel → browser custom message: a batch of items continuing the turn's log at `start`. */
+export interface ItemsMessage {
+  type: "items";
+  start: number;
+  items: Item[];
+}
+
+/** Browser → kernel custom messages. */
+export type OutgoingMessage =
+  | { type: "hello"; from: number }
+  | { type: "approval"; tool_use_id: string; result: "allow" | "deny"; remember: "once" | "always"; message?: string }
+  | { type: "stop" };
+
+export function isContentBlock(value: unknown): value is ContentBlock {
+  if (typeof value !== "object" || value === null) return false;
+  const block = value as { type?: unknown; text?: unknown; source?: unknown };
+  if (block.type === "text") return typeof block.text === "string";
+  if (block.type === "image") {
+    const source = block.source as { media_type?: unknown; data?: unknown } | undefined;
+    return typeof source?.media_type === "string" && typeof source.data === "string";
+  }
+  return false;
+}
+
+export function contentBlocks(value: unknown): ContentBlock[] {
+  return Array.isArray(value) ? value.filter(isContentBlock) : [];
+}
+
+export function textOf(blocks: ContentBlock[]): string {
+  return blocks.map((b) => (b.type === "text" ? b.text : "")).join("");
+}
+
+export function str(value: unknown, fallback = ""): string {
+  return typeof value === "string" ? value : fallback;
+}
+
+export function num(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) ? value : 0;
+}

@@ -1,0 +1,46 @@
+/** The header: model, agent name and version, permission preset, the turn's status, and Stop. */
+
+import type { TurnState } from "../state";
+import { h, replaceChildren } from "./dom";
+import type { Send } from "./tool";
+
+export class Header {
+  readonly el: HTMLElement;
+  private signature = "";
+  private stopping = false;
+
+  constructor(private readonly send: Send) {
+    this.el = h("header", { class: "ac-header" });
+  }
+
+  update(state: TurnState): void {
+    const ctx = state.context;
+    const live = state.status === "running" && state.live;
+    const status = state.status === "running" ? (state.interruptRequested ? "stopping" : "running") : `done: ${state.stopReason ?? "end_turn"}`;
+    const signature = JSON.stringify([state.model, ctx?.agent_name, ctx?.agent_version, ctx?.preset, status, state.stopDetail, live, this.stopping]);
+    if (signature === this.signature) return;
+    this.signature = signature;
+    const stop = live ? h("button", { type: "button", class: "ac-button ac-stop", "aria-label": "Stop this turn" }, this.stopping ? "Stopping…" : "Stop") : null;
+    if (stop) {
+      stop.disabled = this.stopping;
+      stop.addEventListener("click", () => {
+        if (this.stopping) return;
+        this.stopping = true;
+        this.send({ type: "stop" });
+        this.update(state);
+      });
+    }
+    replaceChildren(this.el, 
+      h("span", { class: "ac-model", title: "model" }, state.model || ctx?.model || "model"),
+      ctx ? h("span", { class: "ac-agent", title: "agent" }, `${ctx.agent_name} v${ctx.agent_version}`) : null,
+      ctx ? h("span", { class: "ac-preset", title: "permission preset" }, ctx.preset) : null,
+      h(
+        "span",
+        { class: `ac-turn-status ac-turn-${state.status}`, role: "status", "aria-live": "polite" },
+        status,
+        state.stopDetail ? `: ${state.stopDetail}` : "",
+      ),
+      stop,
+    );
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * The anywidget entry. `initialize` (once per model) keeps the turn's store and listens for batches, so
+ * nothing is lost before a view exists; `render` (once per view) paints the store and announces itself
+ * with `hello`: the kernel offers approvals and Stop only once a view has said so during the turn.
+ * Browser → kernel traffic is custom messages only (`model.send`): synced traits would be lost during a
+ * running cell on ipykernel 7.4 (shared/reference/kernel-mechanics.md §2).
+ */
+
+import type { AnyModel, InitializeProps, RenderProps } from "@anywidget/types";
+import "./style.css";
+import { TurnStore } from "./store";
+import type { Item, ItemsMessage, OutgoingMessage } from "./types";
+import { TurnView } from "./view/turn";
+
+interface TurnModel {
+  items: Item[];
+}
+
+const stores = new WeakMap<AnyModel<TurnModel>, TurnStore>();
+
+function storeFor(model: AnyModel<TurnModel>): TurnStore {
+  let store = stores.get(model);
+  if (!store) {
+    const created = new TurnStore();
+    store = created;
+    stores.set(model, created);
+    created.load(model.get("items") ?? []);
+    model.on("change:items", () => created.load(model.get("items") ?? []));
+    let asking = false;
+    model.on("msg:custom", (message: unknown) => {
+      if (!isItemsMessage(message)) return;
+      if (created.receive(message)) {
+        asking = false;
+      } else if (!asking) {
+        // Batches went out before this model listened: ask for the log from what we have.
+        asking = true;
+        send(model, { type: "hello", from: created.received });
+      }
+    });
+  }
+  return store;
+}
+
+function send(model: AnyModel<TurnModel>, message: OutgoingMessage): void {
+  model.send(message);
+}
+
+function isItemsMessage(value: unknown): value is ItemsMessage {
+  const m = value as Partial<ItemsMessage> | null;
+  return m !== null && typeof m === "object" && m.type === "items" && typeof m.start === "number" && Array.isArray(m.items);
+}
+
+function initialize({ model }: InitializeProps<TurnModel>): void {
+  storeFor(model);
+}
+
+function render({ model, el }: RenderProps<TurnModel>): () => void {
+  const store = storeFor(model);
+  const view = new TurnView(el, (message) => send(model, message));
+  let frame = 0;
+  const paint = () => {
+    frame = 0;
+    view.paint(store.state);
+  };
+  // Paint at most once a frame however many batches arrive.
+  const schedule = () => {
+    if (!frame) frame = requestAnimationFrame(paint);
+  };
+  const unsubscribe = store.subscribe(schedule);
+  view.paint(store.state);
+  if (!store.final) send(model, { type: "hello", from: store.received });
+  return () => {
+    unsubscribe();
+    if (frame) cancelAnimationFrame(frame);
+  };
+}
+
+export default { initialize, render };

@@ -1,0 +1,242 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { fold } from "../src/fold";
+import type { Item, OutgoingMessage } from "../src/types";
+import { TurnView } from "../src/view/turn";
+import { context, delta, idle, message, resetClock, running, start, text, thinking, toolResult, toolUse, usageEnd } from "./items";
+
+beforeEach(resetClock);
+
+function paint(items: Item[], sent: OutgoingMessage[] = []): HTMLElement {
+  const root = document.createElement("div");
+  new TurnView(root, (m) => sent.push(m)).paint(fold(items));
+  return root;
+}
+
+function live(items: Item[]): { view: TurnView; root: HTMLElement; sent: OutgoingMessage[] } {
+  const root = document.createElement("div");
+  const sent: OutgoingMessage[] = [];
+  return { view: new TurnView(root, (m) => sent.push(m)), root, sent };
+}
+
+const q = (root: Element, selector: string): HTMLElement => {
+  const el = root.querySelector<HTMLElement>(selector);
+  if (!el) throw new Error(`no ${selector} in ${root.innerHTML}`);
+  return el;
+};
+
+describe("turn view", () => {
+  it("renders streaming markdown progressively, keeping finished blocks", () => {
+    const { view, root } = live([]);
+    const state = fold([context(), running(), start("m1"), delta("m1", "# Title\n\nFirst para")]);
+    view.paint(state);
+    const heading = q(root, ".ac-message h1");
+    expect(heading.textContent).toBe("Title");
+    expect(q(root, ".ac-message").classList.contains("ac-streaming")).toBe(true);
+    for (const piece of [" grows.\n\n", "Second ", "para\n\n- a\n- b\n\n", "Third"]) {
+      const s = state;
+      const block = s.blocks.get("m1");
+      if (block?.kind === "message") block.text += piece;
+      view.paint(s);
+    }
+    expect(root.querySelector(".ac-message h1")).toBe(heading); // the finished block kept its DOM
+    expect(q(root, ".ac-message").textContent).toContain("First para grows.");
+    expect([...root.querySelectorAll(".ac-message li")].map((li) => li.textContent)).toEqual(["a", "b"]);
+    const final = fold([context(), running(), start("m1"), message("m1", "# Title\n\nAll done.")]);
+    view.paint(final);
+    expect(q(root, ".ac-message").classList.contains("ac-streaming")).toBe(false);
+    expect(q(root, ".ac-message h1").textContent).toBe("Title");
+    expect(q(root, ".ac-message p").textContent).toBe("All done.");
+    expect(root.querySelectorAll(".ac-message p").length).toBe(1);
+  });
+
+  it("shows thinking as a collapsible block: a start-only preview, then the text", () => {
+    const { view, root } = live([]);
+    view.paint(fold([start("t1", "agent.thinking")]));
+    const details = q(root, "details.ac-thinking");
+    expect(q(details, "summary").textContent).toBe("Thinking…");
+    expect((details as HTMLDetailsElement).open).toBe(false);
+    view.paint(fold([start("t1", "agent.thinking"), thinking("t1", "Consider *this*")]));
+    expect(q(root, "details.ac-thinking summary").textContent).toBe("Thinking");
+    expect(q(root, "details.ac-thinking em").textContent).toBe("this");
+  });
+
+  it("shows a tool card: name, kind, code input, status, duration and output", () => {
+    const items = [running(), toolUse("a", "python", { code: "print(6*7)" }), toolResult("a", [text("42\n")])];
+    const root = paint(items);
+    const card = q(root, ".ac-tool");
+    expect(q(card, ".ac-tool-name").textContent).toBe("python");
+    expect(q(card, ".ac-tool-kind").textContent).toBe("code");
+    expect(q(card, ".ac-tool-input code.language-python").textContent).toContain("print(6*7)");
+    expect(q(card, ".ac-status").textContent).toBe("completed");
+    expect(q(card, ".ac-tool-time").textContent).toBe("2.5 s");
+    expect(q(card, ".ac-tool-output pre").textContent).toBe("42\n");
+  });
+
+  it("shows JSON input pretty-printed, images, diffs and errors", () => {
+    const png = "iVBORw0KGgo=";
+    const root = paint([
+      running(),
+      toolUse("r", "read_file", { path: "a.png" }),
+      toolResult("r", [text("a.png (8 bytes)"), { type: "image", source: { type: "base64", media_type: "image/png", data: png } }]),
+      toolUse("e", "edit_file", { path: "a.py", old: "x", new: "y" }),
+      toolResult("e", [text("--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x\n+y\n")]),
+      toolUse("m", "github__search", { q: "x" }),
+      toolResult("m", [text("boom")], true),
+      toolUse("s", "svg", {}),
+      toolResult("s", [{ type: "image", source: { type: "base64", media_type: "image/svg+xml", data: "PHN2Zz4=" } }]),
+    ]);
+    const [read, edit, mcp, svg] = [...root.querySelectorAll(".ac-tool")] as HTMLElement[];
+    if (!read || !edit || !mcp || !svg) throw new Error("cards missing");
+    expect(q(read, ".ac-tool-input code").textContent).toBe('{\n  "path": "a.png"\n}');
+    expect(q(read, "img").getAttribute("src")).toBe(`data:image/png;base64,${png}`);
+    expect(q(edit, ".ac-diff .hljs-addition").textContent).toContain("+y");
+    expect(q(edit, ".ac-diff .hljs-deletion").textContent).toContain("-x");
+    expect(q(mcp, ".ac-tool-kind").textContent).toBe("mcp: github");
+    expect(q(mcp, ".ac-status").textContent).toBe("failed");
+    expect(q(mcp, ".ac-tool-output").classList.contains("ac-error")).toBe(true);
+    expect(svg.querySelector("img")).toBeNull();
+  });
+
+  it("shows pending and running tools while the turn runs", () => {
+    const root = paint([running(), toolUse("a", "bash", { command: "sleep 1" }), toolUse("b", "bash", { command: "ls" })]);
+    expect([...root.querySelectorAll(".ac-status")].map((s) => s.textContent)).toEqual(["running", "pending"]);
+  });
+
+  it("offers Allow once / Allow always / Deny when the front end is live, and sends custom messages", () => {
+    const asking = [
+      context(),
+      running(),
+      { type: "widget.live", approvals: true },
+      toolUse("b", "bash", { command: "rm -rf build" }, "ask"),
+      { type: "widget.approval_request", tool_use_id: "b", reason: "bash runs a shell command", preset: "workspace-write" },
+    ];
+    for (const [label, expected] of [
+      ["Allow once", { result: "allow", remember: "once" }],
+      ["Allow always", { result: "allow", remember: "always" }],
+      ["Deny", { result: "deny", remember: "once", message: "not now" }],
+    ] as const) {
+      const sent: OutgoingMessage[] = [];
+      const root = paint(asking, sent);
+      const panel = q(root, ".ac-approval");
+      expect(panel.textContent).toContain("bash wants to run: bash runs a shell command");
+      expect(q(root, ".ac-tool-input code").textContent).toContain("rm -rf build"); // the full input
+      expect(q(root, ".ac-status").textContent).toBe("awaiting approval");
+      (q(panel, ".ac-deny-message") as HTMLInputElement).value = "not now";
+      const button = [...panel.querySelectorAll("button")].find((b) => b.textContent === label);
+      button?.click();
+      button?.click(); // a second click sends nothing more
+      expect(sent).toEqual([{ type: "approval", tool_use_id: "b", ...expected }]);
+      expect(root.querySelector(".ac-approval")).toBeNull();
+      expect(q(root, ".ac-tool").textContent).toContain("Answer sent");
+    }
+  });
+
+  it("says the preset decided when approvals could not be offered", () => {
+    const root = paint([
+      context(),
+      running(),
+      toolUse("b", "bash", { command: "ls" }, "ask"),
+      toolResult("b", [text("not run: bash runs a shell command. That needs the user's approval...")], true),
+      idle(),
+    ]);
+    expect(root.querySelector(".ac-approval")).toBeNull();
+    expect(q(root, ".ac-status").textContent).toBe("denied");
+    expect(q(root, ".ac-note-preset").textContent).toContain("the workspace-write preset decided without asking");
+  });
+
+  it("shows what the user answered", () => {
+    const root = paint([
+      running(),
+      toolUse("b", "bash", { command: "ls" }, "ask"),
+      { type: "widget.approval_request", tool_use_id: "b", reason: "r", preset: "p" },
+      { type: "user.tool_confirmation", id: "c", tool_use_id: "b", result: "deny", remember: "once", deny_message: "too risky" },
+      toolResult("b", [text("The user declined this tool call. They said: too risky")], true),
+    ]);
+    expect(q(root, ".ac-note-deny").textContent).toBe("Denied: too risky");
+    expect(q(root, ".ac-status").textContent).toBe("denied");
+  });
+
+  it("has a Stop button only while a live turn runs, sending a stop message once", () => {
+    const sent: OutgoingMessage[] = [];
+    const root = paint([context(), running(), { type: "widget.live", approvals: true }], sent);
+    const stop = q(root, ".ac-stop") as HTMLButtonElement;
+    stop.click();
+    expect(sent).toEqual([{ type: "stop" }]);
+    expect(q(root, ".ac-stop").textContent).toBe("Stopping…");
+    expect(paint([context(), running()]).querySelector(".ac-stop")).toBeNull();
+    expect(paint([context(), running(), { type: "widget.live", approvals: true }, idle()]).querySelector(".ac-stop")).toBeNull();
+  });
+
+  it("shows the header: model, agent and version, preset, status and stop reason", () => {
+    const root = paint([context(), { type: "span.model_request_start", id: "s", model: "claude-x" }, idle("max_turns")]);
+    expect(q(root, ".ac-model").textContent).toBe("claude-x");
+    expect(q(root, ".ac-agent").textContent).toBe("helper v3");
+    expect(q(root, ".ac-preset").textContent).toBe("workspace-write");
+    expect(q(root, ".ac-turn-status").textContent).toBe("done: max_turns");
+    expect(q(paint([context(), running()]), ".ac-turn-status").textContent).toBe("running");
+  });
+
+  it("shows the cost meter: tokens, turn and session cost, budget bar and sparkline", () => {
+    const root = paint([
+      context(),
+      usageEnd({ input_tokens: 1200, output_tokens: 300, cache_read_input_tokens: 40, cache_creation: { ephemeral_5m_input_tokens: 7 }, list_cost: "0.0123" }),
+      { type: "session.usage", id: "u", usage: { list_cost: "0.0423" }, budget: { type: "limit", max_list_cost: "0.5", currency: "USD" } },
+    ]);
+    expect(q(root, ".ac-tokens").textContent).toBe("in 1,200 · out 300 · cache read 40 · cache write 7");
+    expect(q(root, ".ac-turn-cost").textContent).toBe("turn $0.0123");
+    expect(q(root, ".ac-session-cost").textContent).toBe(" · session $0.0423");
+    expect(q(root, ".ac-budget-label").textContent).toBe("budget $0.5: $0.4577 left");
+    expect(q(root, ".ac-budget-bar").getAttribute("aria-valuenow")).toBe("8");
+    const bars = root.querySelectorAll(".ac-sparkline rect");
+    expect(bars.length).toBe(3); // two earlier turns and this one
+    expect(bars[2]?.getAttribute("class")).toBe("ac-spark-current");
+  });
+
+  it("shows errors, interrupted messages, outcomes and nested threads", () => {
+    const root = paint([
+      { type: "session.error", id: "e1", error: { type: "model_overloaded_error", message: "busy", retry_status: "retrying" } },
+      message("m1", "partial", { interrupted: true }),
+      { type: "user.define_outcome", id: "o", outcome_id: "o1", description: "A haiku", rubric: { type: "text", content: "5-7-5" } },
+      { type: "span.outcome_evaluation_end", id: "e", outcome_id: "o1", iteration: 0, result: "needs_revision", explanation: "too long" },
+      { type: "session.thread_created", id: "tc", session_thread_id: "th1", agent_name: "researcher" },
+      { ...message("tm", "thread *text*"), thread_id: "th1" },
+    ]);
+    expect(q(root, ".ac-error-block").textContent).toBe("model_overloaded_error (retrying): busy");
+    expect(q(root, ".ac-interrupted").textContent).toBe("(interrupted)");
+    const outcome = q(root, ".ac-outcome");
+    expect(q(outcome, "h4").textContent).toBe("Outcome: A haiku");
+    expect(q(outcome, ".ac-rubric pre").textContent).toBe("5-7-5");
+    expect(q(outcome, ".ac-verdict").textContent).toBe("needs_revision");
+    expect(q(outcome, ".ac-explanation").textContent).toBe("too long");
+    expect(q(outcome, ".ac-revision").textContent).toContain("partial");
+    const thread = q(root, "details.ac-thread");
+    expect(q(thread, "summary").textContent).toContain("researcher");
+    expect(q(thread, ".ac-message em").textContent).toBe("text");
+    expect(root.querySelector(".ac-body .ac-message em")).toBeNull();
+  });
+
+  it("is usable by keyboard: real buttons and details, a polite status", () => {
+    const root = paint([
+      context(),
+      running(),
+      { type: "widget.live", approvals: true },
+      toolUse("b", "bash", { command: "ls" }, "ask"),
+      { type: "widget.approval_request", tool_use_id: "b", reason: "r", preset: "p" },
+      start("t", "agent.thinking"),
+      message("m", "```py\nx\n```"),
+    ]);
+    for (const button of root.querySelectorAll("button")) expect(button.getAttribute("type")).toBe("button");
+    expect(root.querySelectorAll("button").length).toBe(6); // stop, 3 answers, copy (tool input, message code)
+    expect(q(root, ".ac-turn-status").getAttribute("aria-live")).toBe("polite");
+    expect(root.querySelector("details.ac-thinking summary")).not.toBeNull();
+  });
+
+  it("renders a failed attempt's previews away", () => {
+    const { view, root } = live([]);
+    view.paint(fold([start("m1"), delta("m1", "first attempt")]));
+    expect(root.textContent).toContain("first attempt");
+    view.paint(fold([start("m1"), delta("m1", "first attempt"), usageEnd({}, true), start("m2"), delta("m2", "retry")]));
+    expect(root.textContent).not.toContain("first attempt");
+    expect(root.textContent).toContain("retry");
+  });
+});
