@@ -1,4 +1,9 @@
-"""The ``agentcell`` command: ``run`` a notebook headless, ``install`` the kernelspec, ``demo`` the engine."""
+"""The ``agentcell`` command: ``run`` a notebook headless, ``install`` the kernelspec, ``demo`` the engine.
+
+``agentcell run NOTEBOOK`` replays the notebook's recording (``NAME.agentcell.jsonl``) when it has one, so
+it needs no key and gives the recorded transcript; ``--record`` runs live and re-records, ``--model`` runs
+live on another model, ``--html`` also writes an HTML page of the result.
+"""
 
 from __future__ import annotations
 
@@ -77,6 +82,8 @@ def _run(args: argparse.Namespace) -> int:
         os.environ["AGENTCELL_NEW_SESSION"] = "1"
     if args.model:
         os.environ["AGENTCELL_MODEL"] = args.model
+    mode = _replay_mode(path, record=args.record, live=bool(args.model))
+    os.environ["AGENTCELL_REPLAY"] = mode
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
     total = len(code_cells)
     started: dict[str, float] = {}
@@ -113,7 +120,60 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         nbformat.write(nb, out)
     print(f"wrote {out}", file=sys.stderr)
+    status = _report_replay(nb, path, mode, failed=status != 0) or status
+    if args.html is not None:
+        from .kernel.html_export import write_html
+
+        html = Path(args.html).resolve() if args.html else out.with_suffix(".html")
+        write_html(nb, html)
+        print(f"wrote {html}", file=sys.stderr)
     return status
+
+
+def _report_replay(nb: Any, notebook: Path, mode: str, *, failed: bool) -> int:
+    """Say which turns were not in the recording (1), or where the run was recorded or replayed from (0)."""
+    if misses := _not_recorded(nb):
+        print("agentcell run: not everything was in the recording:", file=sys.stderr)
+        for message in misses:
+            print(f"  {message}", file=sys.stderr)
+        return 1
+    if mode in ("record", "replay") and not failed:
+        action = "recorded into" if mode == "record" else "replayed from"
+        print(f"{action} {_recording(notebook)}", file=sys.stderr)
+    return 0
+
+
+def _recording(notebook: Path) -> Path:
+    from .providers.replay import recording_path
+
+    return recording_path(notebook)
+
+
+def _replay_mode(notebook: Path, *, record: bool, live: bool) -> str:
+    """--record records; --model runs live; otherwise a recording is replayed (and a notebook without one
+    runs live), unless $AGENTCELL_REPLAY says otherwise."""
+    if record:
+        return "record"
+    if live:
+        return "off"
+    if explicit := os.environ.get("AGENTCELL_REPLAY", "").strip():
+        return explicit
+    return "replay" if _recording(notebook).exists() else "off"
+
+
+def _not_recorded(nb: Any) -> list[str]:
+    """The "not recorded" errors of the executed notebook's turns (each names its cell)."""
+    from .kernel.render import TURN_MIMETYPE
+    from .providers.replay import NOT_RECORDED
+
+    found = []
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            for event in output.get("data", {}).get(TURN_MIMETYPE, {}).get("events", []):
+                message = event.get("error", {}).get("message", "") if event.get("type") == "session.error" else ""
+                if message.startswith(NOT_RECORDED):
+                    found.append(message)
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,7 +185,11 @@ def main(argv: list[str] | None = None) -> int:
     run = commands.add_parser("run", help="execute a notebook headless on the agentcell kernel")
     run.add_argument("notebook")
     run.add_argument("-o", "--output", help="where to write the executed notebook (default NAME.executed.ipynb)")
-    run.add_argument("--model", help="model for this run (e.g. local:smollm2, claude-…, scripted)")
+    run.add_argument("--model", help="run live on this model (e.g. local:smollm2, claude-…, scripted)")
+    run.add_argument("--record", action="store_true",
+                     help="run live and re-record the notebook's recording (NAME.agentcell.jsonl)")  # fmt: skip
+    run.add_argument("--html", nargs="?", const="", metavar="PATH",
+                     help="also write an HTML page, keeping widget state and static fallbacks")  # fmt: skip
     run.add_argument("--timeout", type=int, default=600, help="seconds each cell may take (default 600)")
     run.add_argument("--continue", dest="continue_session", action="store_true",
                      help="continue the notebook's existing session instead of starting a fresh one")  # fmt: skip

@@ -2,6 +2,10 @@
 
 A model id is ``prefix:name`` or a bare name that a provider claims (``scripted``, ``claude-…``). Providers
 register a factory per prefix; the registry builds each (prefix, name, base_url) once and reuses it.
+
+An :data:`Interceptor` (record/replay) may stand between the registry and the providers: it receives each
+model's config and a function that builds the live provider, and returns the provider to use, so it can
+decide whether the live one is ever built.
 """
 
 from __future__ import annotations
@@ -13,10 +17,12 @@ from dataclasses import dataclass
 from ..errors import ConfigurationError
 from .base import ModelConfig, Provider
 
-__all__ = ["ProviderFactory", "ProviderRegistry", "ResolvedModel"]
+__all__ = ["Interceptor", "ProviderFactory", "ProviderRegistry", "ResolvedModel"]
 
 ProviderFactory = Callable[[ModelConfig], Provider]
 """Builds a provider for a model config (whose id has had its ``prefix:`` removed)."""
+Interceptor = Callable[[ModelConfig, Callable[[], Provider]], Provider]
+"""Given a model's full config and a builder of its live provider, returns the provider to serve it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +38,7 @@ class ProviderRegistry:
         self._factories: dict[str, ProviderFactory] = {}
         self._bare: list[tuple[Callable[[str], bool], str]] = []
         self._instances: dict[tuple[str, str, str | None], Provider] = {}
+        self._interceptor: Interceptor | None = None
         self._lock = threading.Lock()
 
     def register(
@@ -54,6 +61,13 @@ class ProviderRegistry:
             if claims is not None:
                 self._bare.append((claims, prefix))
 
+    def intercept(self, interceptor: Interceptor | None) -> None:
+        """Serve every model resolved from now on through ``interceptor`` (None removes it). Providers built
+        before are dropped from the cache, as :meth:`register` drops those of its prefix."""
+        with self._lock:
+            self._interceptor = interceptor
+            self._instances.clear()
+
     def prefixes(self) -> list[str]:
         return sorted(self._factories)
 
@@ -75,7 +89,14 @@ class ProviderRegistry:
         with self._lock:
             provider = self._instances.get(key)
             if provider is None:
-                provider = self._factories[prefix](config.model_copy(update={"id": name}))
+                factory, bare = self._factories[prefix], config.model_copy(update={"id": name})
+                interceptor = self._interceptor
+                if interceptor is None:
+                    provider = factory(bare)
+                else:
+                    # One spelling per cached provider (``claude-x`` and ``anthropic:claude-x`` share one).
+                    full = config.model_copy(update={"id": name if name == prefix else f"{prefix}:{name}"})
+                    provider = interceptor(full, lambda: factory(bare))
                 self._instances[key] = provider
         return ResolvedModel(provider=provider, model=name, config=config)
 

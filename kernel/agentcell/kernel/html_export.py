@@ -1,0 +1,33 @@
+"""An executed notebook as one HTML page (nbconvert's lab template), keeping widget state and fallbacks.
+
+nbclient saves the widgets' state in the notebook, and nbconvert embeds it so the page can render the live
+widgets. nbconvert shows one representation per output, though, and for a widget that is the widget view
+alone: a page opened offline, or where a widget's front end cannot load, would show nothing. Our template
+(``templates/agentcell_html``) puts each widget output's static fallback (text/html, else Markdown, else
+plain text) right after the view, where the widget's own CSS can hide it once the live view rendered.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigurationError
+
+__all__ = ["TEMPLATES", "to_html", "write_html"]
+
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+def to_html(nb: Any) -> str:
+    try:
+        from nbconvert import HTMLExporter
+    except ImportError:  # pragma: no cover - nbconvert comes with every Jupyter server
+        raise ConfigurationError("writing HTML needs nbconvert: pip install nbconvert") from None
+    exporter = HTMLExporter(extra_template_basedirs=[str(TEMPLATES)], template_name="agentcell_html")
+    body, _ = exporter.from_notebook_node(nb)
+    return str(body)
+
+
+def write_html(nb: Any, path: Path) -> None:
+    path.write_text(to_html(nb), encoding="utf-8")

@@ -1,0 +1,170 @@
+"""The fingerprint of a provider request: what a recording is keyed by.
+
+A request is reduced to its parts (the model id, the system prompt, the tools, the settings, and each
+message), each part is normalised and hashed, and the fingerprint is the hash of those hashes. Keeping the
+per-part hashes in a recording lets a miss say *what* differs (the settings, or the conversation from its
+fifth message on) without storing the conversation a second time.
+
+Normalising makes the fingerprint depend on what the model was asked, not on how it was spelt:
+
+* JSON is serialised canonically (sorted keys, no whitespace, ASCII escapes), so dict order and the
+  serialiser's spacing never matter, and text that is itself a JSON document is re-serialised the same way;
+* tool-call ids, which each provider mints afresh, become ``call-1``, ``call-2``… in order of appearance;
+* the notebook's directory, when the caller names it, becomes ``<dir>``, so a tool result that mentions a
+  path matches on another machine;
+* ``None`` fields are left out, so adding an optional field to the request types keeps old recordings valid;
+* settings fields whose names look like credentials are dropped: a secret never reaches a hash input.
+
+Only ``json``, ``hashlib`` and ``re`` are used, whose outputs are fixed across Python versions and
+platforms, and nothing depends on ``PYTHONHASHSEED``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .base import ModelRequest, TextPart
+
+__all__ = [
+    "DIR_PLACEHOLDER",
+    "RequestDigest",
+    "canonical_json",
+    "digest_request",
+    "last_user_text",
+    "normalise_model_id",
+]
+
+_SECRET_NAME = re.compile(
+    r"api[_-]?key|secret|passw(or)?d|authori[sz]ation|bearer|credential|cookie|(access|auth|api|bearer)[_-]?token"
+    r"|^token$|^key$",
+    re.IGNORECASE,
+)
+DIR_PLACEHOLDER = "<dir>"
+
+
+def canonical_json(value: Any) -> str:
+    """One spelling per JSON value: sorted keys, no whitespace, ASCII only."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def _hash(value: Any, length: int = 16) -> str:
+    return hashlib.sha256(canonical_json(value).encode("ascii")).hexdigest()[:length]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestDigest:
+    """A request's part hashes (the model id as is: it is short, and readable in a recording) and its
+    fingerprint."""
+
+    model: str
+    system: str
+    tools: str
+    settings: str
+    messages: tuple[str, ...]
+
+    @property
+    def fingerprint(self) -> str:
+        return _hash(self.parts(), 32)
+
+    def parts(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "system": self.system,
+            "tools": self.tools,
+            "settings": self.settings,
+            "messages": list(self.messages),
+        }
+
+    @classmethod
+    def from_parts(cls, parts: Mapping[str, Any]) -> RequestDigest:
+        return cls(
+            model=str(parts["model"]),
+            system=str(parts["system"]),
+            tools=str(parts["tools"]),
+            settings=str(parts["settings"]),
+            messages=tuple(str(m) for m in parts["messages"]),
+        )
+
+
+class _Normaliser:
+    def __init__(self, directories: Sequence[str]) -> None:
+        # Longest first, so /a/b/c is replaced before its parent /a/b.
+        self._directories = sorted({d.rstrip("/") for d in directories if d.rstrip("/")}, key=len, reverse=True)
+        self._call_ids: dict[str, str] = {}
+
+    def call_id(self, value: str) -> str:
+        return self._call_ids.setdefault(value, f"call-{len(self._call_ids) + 1}")
+
+    def text(self, value: str) -> str:
+        for directory in self._directories:
+            value = value.replace(directory, DIR_PLACEHOLDER)
+        stripped = value.strip()
+        if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
+            try:
+                return canonical_json(json.loads(stripped))
+            except ValueError:  # prose that merely starts with a brace
+                pass
+        return value
+
+    def walk(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return {key: self.walk(item) for key, item in value.items()}
+        if isinstance(value, list | tuple):
+            return [self.walk(item) for item in value]
+        return value
+
+    def message(self, message: Mapping[str, Any]) -> dict[str, Any]:
+        parts = []
+        for original in message["content"]:
+            part = dict(original)
+            if part.get("type") == "tool_call":
+                part["id"] = self.call_id(part["id"])
+            elif part.get("type") == "tool_result":
+                part["call_id"] = self.call_id(part["call_id"])
+            parts.append(self.walk(part))
+        return {"role": message["role"], "content": parts}
+
+
+def _without_secrets(settings: dict[str, Any]) -> dict[str, Any]:
+    extra = settings.get("extra") or {}
+    settings["extra"] = {k: v for k, v in extra.items() if not _SECRET_NAME.search(k)}
+    return settings
+
+
+def digest_request(model_id: str, request: ModelRequest, *, directories: Sequence[str] = ()) -> RequestDigest:
+    """The digest of ``request`` sent to the model ``model_id`` (the full id, ``local:smollm2``: the bare name
+    in the request cannot tell ``ollama:x`` from ``vllm:x``); ``directories`` are replaced by ``<dir>``."""
+    normaliser = _Normaliser(directories)
+    data = request.model_dump(mode="json", exclude_none=True)
+    settings = _without_secrets(data.get("settings", {}))
+    return RequestDigest(
+        model=normaliser.text(model_id),
+        system=_hash(normaliser.walk(data.get("system", ""))),
+        tools=_hash(normaliser.walk(data.get("tools", []))),
+        settings=_hash(normaliser.walk(settings)),
+        messages=tuple(_hash(normaliser.message(m)) for m in data["messages"]),
+    )
+
+
+def normalise_model_id(model_id: str, *, directories: Sequence[str] = ()) -> str:
+    """The model id as a digest holds it (``scripted:/nb/dir/script.json`` → ``scripted:<dir>/script.json``)."""
+    return _Normaliser(directories).text(model_id)
+
+
+def last_user_text(request: ModelRequest, limit: int = 80) -> str:
+    """The latest text the user wrote, shortened: how a person recognises the cell a request came from."""
+    for message in reversed(request.messages):
+        if message.role != "user":
+            continue
+        texts = [p.text for p in message.content if isinstance(p, TextPart)]
+        if texts:  # a message of tool results only is the tool's answer, not the user's words
+            text = " ".join(" ".join(texts).split())
+            return text if len(text) <= limit else text[: limit - 1] + "…"
+    return ""

@@ -1,0 +1,91 @@
+"""`agentcell run`: replays a notebook's recording by default, re-records with --record, runs live with
+--model, reports cells that are not recorded, and writes HTML with widget state and static fallbacks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from ..kernel.conftest import write_script
+from ._transcript import transcript, turn_events
+
+pytestmark = pytest.mark.slow
+
+SCRIPT = [
+    {"steps": [{"kind": "text", "text": "About 2.1 million."}]},
+    {"steps": [{"kind": "thinking", "thinking": "Smaller."}, {"kind": "text", "text": "About 520,000."}]},
+]
+WIDGET = """%%python
+from comm import create_comm
+from IPython.display import display
+state = {"_model_name": "HTMLModel", "_model_module": "@jupyter-widgets/controls", "_model_module_version": "2.0.0",
+         "value": "live view"}
+model = create_comm(target_name="jupyter.widget", data={"state": state, "buffer_paths": []},
+                    metadata={"version": "2.1.0"})
+display({"application/vnd.jupyter.widget-view+json": {"model_id": model.comm_id, "version_major": 2,
+         "version_minor": 1}, "text/html": "<p>STATIC FALLBACK</p>", "text/plain": "fallback"}, raw=True)
+"""
+
+
+def notebook(path: Path, *sources: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "agentcell", "display_name": "Agent (agentcell)", "language": "markdown"}
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
+    nbformat.write(nb, path)
+    return path
+
+
+def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "agentcell.cli", "run", *args]
+    return subprocess.run(command, check=False, capture_output=True, text=True, env=env, timeout=120)
+
+
+def transcripts(path: Path) -> list[list[dict[str, object]]]:
+    executed = nbformat.read(path, as_version=4)
+    return [transcript(events) for cell in executed.cells for events in turn_events(cell)]
+
+
+def test_run_replays_a_recording_by_default_and_reports_what_is_not_recorded(
+    kernel_env: dict[str, str], tmp_path: Path
+) -> None:
+    nb = notebook(tmp_path / "study.ipynb", "What is the population of Paris?", "And of Lyon?")
+    script = tmp_path / "script.json"
+    recorded = run(
+        str(nb), "--record", "--model", write_script(script, SCRIPT), "-o", str(tmp_path / "a.ipynb"), env=kernel_env
+    )
+    assert recorded.returncode == 0, recorded.stderr
+    assert f"recorded into {tmp_path / 'study.agentcell.jsonl'}" in recorded.stderr
+    script.unlink()  # nothing can answer live any more
+
+    kernel_env.pop("AGENTCELL_MODEL")  # the model comes from the recording
+    replayed = run(str(nb), "-o", str(tmp_path / "b.ipynb"), env=kernel_env)
+    assert replayed.returncode == 0, replayed.stderr
+    assert f"replayed from {tmp_path / 'study.agentcell.jsonl'}" in replayed.stderr
+    assert transcripts(tmp_path / "b.ipynb") == transcripts(tmp_path / "a.ipynb")
+    assert "About 520,000." in str(transcripts(tmp_path / "b.ipynb")[1])
+
+    edited = nb.read_text().replace("And of Lyon?", "And of Marseille?")
+    nb.write_text(edited)
+    missed = run(str(nb), "-o", str(tmp_path / "c.ipynb"), env=kernel_env)
+    assert missed.returncode == 1
+    assert "not everything was in the recording:\n  not recorded: cell [2] “And of Marseille?”" in missed.stderr
+
+    live = run(str(nb), "--model", "scripted", "-o", str(tmp_path / "d.ipynb"), env=kernel_env)
+    assert live.returncode == 0, live.stderr
+    assert "You said: And of Marseille?" in str(transcripts(tmp_path / "d.ipynb")[1])
+
+
+def test_run_writes_html_with_widget_state_and_static_fallbacks(kernel_env: dict[str, str], tmp_path: Path) -> None:
+    nb = notebook(tmp_path / "page.ipynb", WIDGET, "Hello there")
+    result = run(str(nb), "--html", env=kernel_env)
+    assert result.returncode == 0, result.stderr
+    html = (tmp_path / "page.executed.html").read_text()
+    assert '<script type="application/vnd.jupyter.widget-state+json">' in html
+    assert '"value": "live view"' in html  # the widget's saved state
+    assert '<script type="application/vnd.jupyter.widget-view+json">' in html
+    assert "<p>STATIC FALLBACK</p>" in html  # shown too, for a page whose widgets cannot load
+    assert "You said: Hello there" in html  # the turn's static fallback

@@ -1,0 +1,89 @@
+"""Record and replay in a real agentcell kernel: the mode it starts in, the magics, a notebook recorded and
+then replayed after a restart with no provider at all, and the cell named when a request is not recorded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..kernel.conftest import execute, running_kernel, write_script
+from ._transcript import TURN_MIMETYPE, transcript
+
+pytestmark = pytest.mark.slow
+
+QUESTIONS = ["What is the population of Paris?", "And of Lyon?"]
+SCRIPT = [
+    {"steps": [{"kind": "thinking", "thinking": "I know this."}, {"kind": "text", "text": "About 2.1 million."}]},
+    {"steps": [{"kind": "text", "text": "About 520,000."}]},
+]
+
+
+def turn(kc: Any, code: str) -> list[dict[str, Any]]:
+    """Run a prose cell; the durable events of its turn, as its final display carries them."""
+    run = execute(kc, code)
+    assert run.status == "ok", run.reply
+    return list(run.displays[-1][TURN_MIMETYPE]["events"])
+
+
+def record_notebook(kernel_env: dict[str, str], tmp_path: Path) -> list[list[dict[str, Any]]]:
+    script = tmp_path / "script.json"
+    env = {**kernel_env, "AGENTCELL_MODEL": write_script(script, SCRIPT), "AGENTCELL_REPLAY": "record"}
+    with running_kernel(env, cwd=tmp_path) as (_, kc):
+        turns = [turn(kc, q) for q in QUESTIONS]
+    script.unlink()  # from now on nothing could answer live
+    return turns
+
+
+def test_a_recorded_notebook_replays_after_a_restart_with_no_provider(
+    kernel_env: dict[str, str], tmp_path: Path
+) -> None:
+    recorded = record_notebook(kernel_env, tmp_path)
+    lines = (tmp_path / "notebook.agentcell.jsonl").read_text().splitlines()
+    assert [json.loads(line)["cell"] for line in lines[1:]] == [{"number": 1, "id": None}, {"number": 2, "id": None}]
+
+    kernel_env.pop("AGENTCELL_MODEL")  # a replayed notebook takes the model it was recorded with
+    with running_kernel(kernel_env, cwd=tmp_path) as (_, kc):  # no key, a recording: auto
+        assert "replay mode: auto" in execute(kc, "%replay status").stdout
+        replayed = [turn(kc, q) for q in QUESTIONS]  # cells [2] and [3] now: cell numbers do not matter
+        status = execute(kc, "%replay status").stdout
+    assert [transcript(t) for t in replayed] == [transcript(t) for t in recorded]
+    assert "(2 requests, 2 replayed); sent live: 0; not recorded: 0" in status
+    # The restart began a new conversation, as a replay must; the recorded one stays in the store.
+    assert recorded[0][0]["session_id"] != replayed[0][0]["session_id"]
+
+
+def test_a_request_that_was_not_recorded_names_its_cell(kernel_env: dict[str, str], tmp_path: Path) -> None:
+    record_notebook(kernel_env, tmp_path)
+    kernel_env["AGENTCELL_REPLAY"] = "replay"
+    kernel_env.pop("AGENTCELL_MODEL")
+    with running_kernel(kernel_env, cwd=tmp_path) as (_, kc):
+        assert turn(kc, QUESTIONS[0])[-1]["stop_reason"]["type"] == "end_turn"
+        kc.session.metadata = {"cellId": "7f3c-edited"}  # as JupyterLab sends it with every execution
+        events = turn(kc, "And of Marseille?")
+    [error] = [e["error"]["message"] for e in events if e["type"] == "session.error"]
+    assert error.startswith("not recorded: cell [2] (id 7f3c-edited) “And of Marseille?”: notebook.agentcell.jsonl")
+    assert "cell [2] “And of Lyon?”" in error  # the recorded cell it differs from
+    assert not [e for e in events if e["type"] == "agent.message"]
+
+
+def test_the_replay_magics(kernel_env: dict[str, str], tmp_path: Path) -> None:
+    kernel_env["AGENTCELL_MODEL"] = write_script(tmp_path / "script.json", SCRIPT[:1])
+    with running_kernel(kernel_env, cwd=tmp_path) as (_, kc):
+        assert "replay mode: off" in execute(kc, "%replay status").stdout  # no recording yet
+        assert "recording into notebook.agentcell.jsonl (new session" in execute(kc, "%record").stdout
+        assert "About 2.1 million." in str(turn(kc, QUESTIONS[0]))
+        shown = execute(kc, "%replay").stdout
+        assert "replay mode replay: 1 recorded requests in notebook.agentcell.jsonl (new session" in shown
+        assert "About 2.1 million." in str(turn(kc, QUESTIONS[0]))  # the script is spent: this is the recording
+        assert "replay off" in execute(kc, "%replay off").stdout
+        assert "You said: What is the population of Paris?" in str(turn(kc, QUESTIONS[0]))  # live: the echo
+        assert "replay mode auto" in execute(kc, "%replay auto").stdout
+        assert "%replay [auto | off | status]" in execute(kc, "%replay --help").stdout
+        assert execute(kc, "%replay sometimes").status == "error"
+    kernel_env.pop("JPY_SESSION_NAME")
+    with running_kernel(kernel_env, cwd=tmp_path) as (_, kc):
+        failed = execute(kc, "%record")
+    assert failed.status == "error" and "runs no notebook" in failed.reply["evalue"]
