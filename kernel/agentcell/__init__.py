@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from .agents import UNSET, Agent, CustomTool, McpServer, ToolFilter
+    from .agents import UNSET, Agent, AgentRef, CustomTool, McpServer, MultiAgent, ToolFilter
     from .engine.core import Engine
+    from .engine.outcomes import OutcomeSpec
+    from .engine.threads import ThreadInfo
     from .errors import (
         AgentCellError,
         AgentNotFoundError,
@@ -35,7 +37,9 @@ if TYPE_CHECKING:
         ToolRegistrationError,
         UserError,
     )
-    from .events import Event, StreamItem, TextBlock
+    from .events import Event, FileRubric, Outcome, StreamItem, TextBlock, TextRubric
+    from .files import UploadedFile
+    from .memory import MemoryNote, MemoryStore
     from .providers._http import RetryPolicy
     from .providers.anthropic import AnthropicProvider
     from .providers.base import ModelConfig, ModelRequest, Provider
@@ -52,6 +56,7 @@ if TYPE_CHECKING:
         ScriptedToolCall,
     )
     from .resources import FileResource, GitRepository, MemoryStoreResource
+    from .resources_mount import ResourceMountError
     from .sessions import CustomToolResult, Session, SessionStats, TurnResult
     from .store import SQLiteStore, Store
     from .tools.approvals import ApprovalBroker
@@ -129,6 +134,17 @@ _LAZY: dict[str, str] = {
     "UNSET": ".agents",
     "Usage": ".usage",
     "UserError": ".errors",
+    "AgentRef": ".agents",
+    "MultiAgent": ".agents",
+    "OutcomeSpec": ".engine.outcomes",
+    "ThreadInfo": ".engine.threads",
+    "FileRubric": ".events",
+    "Outcome": ".events",
+    "TextRubric": ".events",
+    "UploadedFile": ".files",
+    "MemoryNote": ".memory",
+    "MemoryStore": ".memory",
+    "ResourceMountError": ".resources_mount",
 }
 
 
@@ -164,6 +180,7 @@ __all__ = [
     "Agent",
     "AgentCellError",
     "AgentNotFoundError",
+    "AgentRef",
     "AgentVersionNotFoundError",
     "AnthropicProvider",
     "ApprovalBroker",
@@ -175,15 +192,21 @@ __all__ = [
     "Engine",
     "Event",
     "FileResource",
+    "FileRubric",
     "GitRepository",
     "InvalidInputError",
     "LocalProvider",
     "McpServer",
+    "MemoryNote",
+    "MemoryStore",
     "MemoryStoreResource",
     "ModelConfig",
     "ModelRequest",
+    "MultiAgent",
     "NotFoundError",
     "OpenAIProvider",
+    "Outcome",
+    "OutcomeSpec",
     "PermissionPolicy",
     "Provider",
     "ProviderAuthError",
@@ -191,6 +214,7 @@ __all__ = [
     "ProviderError",
     "ProviderProtocolError",
     "ProviderStatusError",
+    "ResourceMountError",
     "RetryPolicy",
     "SQLiteStore",
     "ScriptedDelay",
@@ -210,6 +234,8 @@ __all__ = [
     "StoreVersionError",
     "StreamItem",
     "TextBlock",
+    "TextRubric",
+    "ThreadInfo",
     "ToolCall",
     "ToolContext",
     "ToolDefinition",
@@ -218,6 +244,7 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "TurnResult",
+    "UploadedFile",
     "Usage",
     "UserError",
     "__version__",

@@ -3,12 +3,16 @@
 Creating an agent makes version 1; every update that changes something makes the next version and leaves
 the earlier ones untouched. List fields (``tools``, ``mcp_servers``, ``skills``) are replaced whole: omit
 one to keep it, pass ``[]`` to clear it. ``system`` takes up to 100,000 characters; ``None`` clears it.
+``multiagent`` (may it spawn threads, of which agents) and ``advisor`` (a model it may consult) are
+likewise replaced whole, and ``None`` clears them.
 """
 
 from __future__ import annotations
 
 import builtins
 import enum
+import fnmatch
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
 
@@ -24,17 +28,31 @@ if TYPE_CHECKING:
     from .store.base import Store
 
 __all__ = [
+    "DEFAULT_ADVISORS",
     "MAX_SYSTEM_CHARS",
     "UNSET",
     "Agent",
+    "AgentRef",
     "AgentsAPI",
     "CustomTool",
     "McpServer",
+    "MultiAgent",
     "ToolFilter",
     "ToolSpec",
+    "advisor_permitted",
 ]
 
 MAX_SYSTEM_CHARS = 100_000
+
+DEFAULT_ADVISORS: Mapping[str, Sequence[str]] = {
+    "scripted*": ("*",),
+    "claude-*": ("claude-opus-*", "anthropic:claude-opus-*"),
+    "anthropic:claude-*": ("claude-opus-*", "anthropic:claude-opus-*"),
+    "local*": ("local*",),
+}
+"""Which advisor models an agent's model may consult: executor pattern -> advisor patterns (shell-style,
+matched against model ids). The test double may consult anything; Claude models consult an Opus; the
+embedded model consults a local one. ``Engine(advisors=...)`` replaces it."""
 
 
 class _Unset(enum.Enum):
@@ -78,9 +96,11 @@ class McpServer(_Model):
     name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
     type: Literal["stdio", "http"] = "stdio"
     command: list[str] = []
-    env: dict[str, str] = {}
+    env: dict[str, str] = Field(default={}, repr=False)
+    """May hold secrets: stored with the agent version, left out of reprs and of ``Agent.snapshot()``."""
     url: str | None = None
-    headers: dict[str, str] = {}
+    headers: dict[str, str] = Field(default={}, repr=False)
+    """May hold secrets (an ``Authorization`` header): stored, never shown, like ``env``."""
 
     @model_validator(mode="after")
     def _endpoint(self) -> McpServer:
@@ -89,6 +109,24 @@ class McpServer(_Model):
         if self.type == "http" and not self.url:
             raise ValueError("an http MCP server needs a url")
         return self
+
+
+class AgentRef(_Model):
+    """A saved agent a coordinator may spawn as a thread: its latest version, or the one pinned."""
+
+    id: str = Field(min_length=1)
+    version: int | None = Field(default=None, ge=1)
+
+
+class MultiAgent(_Model):
+    """What an agent may do with session threads."""
+
+    spawn_threads: bool = True
+    """Whether the agent gets the tools to spawn threads and wait for their results."""
+    agents: list[AgentRef] = []
+    """The predefined (saved) agents it may spawn."""
+    inline_agents: bool = False
+    """Whether it may define agents inline (a name, a system prompt, a model), which are not saved."""
 
 
 class Agent(_Model):
@@ -104,6 +142,10 @@ class Agent(_Model):
     mcp_servers: list[McpServer] = []
     skills: list[str] = []
     metadata: dict[str, str] = {}
+    multiagent: MultiAgent | None = None
+    """None: the agent works alone."""
+    advisor: str | None = Field(default=None, min_length=1)
+    """A model id the agent's primary thread may consult through the ``consult_advisor`` tool."""
     created_at: datetime
     updated_at: datetime
 
@@ -127,7 +169,9 @@ class Agent(_Model):
         return [t for t in self.tools if isinstance(t, CustomTool)]
 
     def snapshot(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        """The agent for events (``session.updated``): everything but the MCP servers' env and headers,
+        which may hold secrets (the stored agent version keeps them, to start the servers)."""
+        return self.model_dump(mode="json", exclude={"mcp_servers": {"__all__": {"env", "headers"}}})
 
 
 def _check_system(system: object) -> None:
@@ -138,8 +182,25 @@ def _check_system(system: object) -> None:
 class AgentsAPI:
     """``engine.agents``: create, update, get and list agents and their versions."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, advisors: Mapping[str, Sequence[str]] = DEFAULT_ADVISORS) -> None:
         self._store = store
+        self._advisors = advisors
+
+    def _check(self, agent: Agent) -> None:
+        """What a single agent's fields cannot say: its advisor is permitted, its thread agents exist."""
+        if agent.advisor is not None and not advisor_permitted(agent.model.id, agent.advisor, self._advisors):
+            allowed = [a for pattern, advisors in self._advisors.items() for a in advisors
+                       if fnmatch.fnmatchcase(agent.model.id, pattern)]  # fmt: skip
+            raise InvalidInputError(
+                f"the advisor {agent.advisor!r} is not permitted for the model {agent.model.id!r}; "
+                f"permitted advisors for it: {', '.join(allowed) or 'none'} "
+                "(the allow-list is Engine(advisors={model pattern: [advisor patterns]}))"
+            )
+        for index, ref in enumerate(agent.multiagent.agents if agent.multiagent else []):
+            try:
+                self.get(ref.id, ref.version)
+            except (AgentNotFoundError, AgentVersionNotFoundError) as exc:
+                raise InvalidInputError(f"multiagent.agents[{index}]: {exc}") from None
 
     def create(
         self,
@@ -152,6 +213,8 @@ class AgentsAPI:
         mcp_servers: list[McpServer] | list[dict[str, Any]] | None = None,
         skills: list[str] | None = None,
         metadata: dict[str, str] | None = None,
+        multiagent: MultiAgent | dict[str, Any] | None = None,
+        advisor: str | None = None,
     ) -> Agent:
         _check_system(system)
         now = utc_now()
@@ -168,11 +231,14 @@ class AgentsAPI:
                 "mcp_servers": mcp_servers or [],
                 "skills": skills or [],
                 "metadata": check_metadata(metadata or {}, "agent"),
+                "multiagent": multiagent,
+                "advisor": advisor,
                 "created_at": now,
                 "updated_at": now,
             },
             "agent",
         )
+        self._check(agent)
         self._store.put_agent_version(agent)
         return agent
 
@@ -188,6 +254,8 @@ class AgentsAPI:
         mcp_servers: list[McpServer] | list[dict[str, Any]] | _Unset = UNSET,
         skills: list[str] | _Unset = UNSET,
         metadata: dict[str, str] | _Unset = UNSET,
+        multiagent: MultiAgent | dict[str, Any] | _Unset | None = UNSET,
+        advisor: str | _Unset | None = UNSET,
     ) -> Agent:
         """Make the next version from the latest. An update that changes nothing returns the latest."""
         current = self.get(agent_id)
@@ -203,6 +271,8 @@ class AgentsAPI:
                 "mcp_servers": mcp_servers,
                 "skills": skills,
                 "metadata": check_metadata(metadata, "agent") if metadata is not UNSET else UNSET,
+                "multiagent": multiagent,
+                "advisor": advisor,
             }.items()
             if value is not UNSET
         }
@@ -210,6 +280,7 @@ class AgentsAPI:
         candidate = validated(Agent, data, "agent update")
         if candidate.model_dump(exclude={"updated_at"}) == current.model_dump(exclude={"updated_at"}):
             return current
+        self._check(candidate)
         new = candidate.model_copy(update={"version": current.version + 1, "updated_at": utc_now()})
         self._store.put_agent_version(new)
         return new
@@ -235,3 +306,11 @@ class AgentsAPI:
         if not versions:
             raise AgentNotFoundError(agent_id)
         return versions
+
+
+def advisor_permitted(model: str, advisor: str, allow: Mapping[str, Sequence[str]]) -> bool:
+    """Whether ``allow`` lets an agent on ``model`` consult ``advisor`` (shell-style patterns)."""
+    return any(
+        fnmatch.fnmatchcase(model, pattern) and any(fnmatch.fnmatchcase(advisor, a) for a in advisors)
+        for pattern, advisors in allow.items()
+    )

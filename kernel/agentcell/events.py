@@ -26,6 +26,8 @@ __all__ = [
     "AgentCustomToolUse",
     "AgentMessage",
     "AgentThinking",
+    "AgentThreadMessageReceived",
+    "AgentThreadMessageSent",
     "AgentToolResult",
     "AgentToolUse",
     "BudgetReached",
@@ -42,17 +44,26 @@ __all__ = [
     "ImageSource",
     "Interrupted",
     "MaxTurns",
+    "Outcome",
+    "OutcomeResult",
+    "OutcomeStatus",
     "Preview",
     "PreviewRef",
     "RequiresAction",
     "SessionError",
+    "SessionOutcomeUpdated",
     "SessionStatusIdle",
     "SessionStatusRunning",
     "SessionStatusTerminated",
+    "SessionThreadCreated",
+    "SessionThreadStatusIdle",
+    "SessionThreadStatusRunning",
     "SessionUpdated",
     "SessionUsageEvent",
     "SpanModelRequestEnd",
     "SpanModelRequestStart",
+    "SpanOutcomeEvaluationEnd",
+    "SpanOutcomeEvaluationStart",
     "StopReason",
     "StreamItem",
     "SystemMessage",
@@ -154,6 +165,9 @@ class UserDefineOutcome(_EventBase):
     description: str
     rubric: Annotated[TextRubric | FileRubric, Field(discriminator="type")]
     max_iterations: int = Field(default=3, ge=1, le=20)
+    """The most evaluations: revision cycles run from 0 to ``max_iterations - 1``."""
+    grader_model: str | None = None
+    """The model that grades the work; None grades with the agent's own model."""
 
 
 class SystemMessage(_EventBase):
@@ -206,6 +220,25 @@ class AgentCustomToolUse(_EventBase):
     input: dict[str, Any]
 
 
+class AgentThreadMessageSent(_EventBase):
+    """A message one thread sent another: a coordinator's task to the thread it spawned, or a thread's final
+    message back to its coordinator. It belongs to the sender's thread."""
+
+    type: Literal["agent.thread_message_sent"] = "agent.thread_message_sent"
+    to_thread_id: str | None
+    """The receiving thread; None is the primary thread."""
+    content: list[ContentBlock]
+
+
+class AgentThreadMessageReceived(_EventBase):
+    """The task a spawned thread received; it opens that thread's history as its first user turn. (The
+    coordinator receives a thread's answer as a tool result instead.)"""
+
+    type: Literal["agent.thread_message_received"] = "agent.thread_message_received"
+    from_thread_id: str | None
+    content: list[ContentBlock]
+
+
 # ---------------------------------------------------------------------------------------------- session.*
 
 
@@ -253,6 +286,77 @@ class SessionStatusIdle(_EventBase):
 
 class SessionStatusTerminated(_EventBase):
     type: Literal["session.status_terminated"] = "session.status_terminated"
+
+
+class SessionThreadCreated(_EventBase):
+    """A coordinator spawned a thread. The envelope's ``thread_id`` is the coordinator's thread; the new
+    thread's events carry ``session_thread_id`` as their ``thread_id``."""
+
+    type: Literal["session.thread_created"] = "session.thread_created"
+    session_thread_id: str
+    agent_id: str
+    agent_version: int | None = None
+    """The saved version the thread runs; None for an inline agent (defined by the coordinator, not saved)."""
+    agent_name: str
+    model: str
+    tool_use_id: str | None = None
+    """The coordinator's ``agent.tool_use`` that spawned the thread: a front end nests the thread under it."""
+
+
+class SessionThreadStatusRunning(_EventBase):
+    """A spawned thread started working. The primary thread uses ``session.status_running`` instead."""
+
+    type: Literal["session.thread_status_running"] = "session.thread_status_running"
+
+
+class SessionThreadStatusIdle(_EventBase):
+    """A spawned thread stopped, and why; its usage is the sum of its own model requests."""
+
+    type: Literal["session.thread_status_idle"] = "session.thread_status_idle"
+    stop_reason: StopReason
+    usage: Usage = Usage()
+
+
+OutcomeStatus: TypeAlias = Literal[
+    "pending",
+    "running",
+    "evaluating",
+    "satisfied",
+    "needs_revision",
+    "max_iterations_reached",
+    "failed",
+    "interrupted",
+]
+OutcomeResult: TypeAlias = Literal["satisfied", "needs_revision", "max_iterations_reached", "failed", "interrupted"]
+
+
+class Outcome(_Model):
+    """An outcome's state: what the agent is to produce and how far it got."""
+
+    outcome_id: str
+    description: str
+    status: OutcomeStatus
+    """pending before work starts; running while the agent produces or revises; evaluating while the grader
+    scores; needs_revision between a verdict and the next cycle; the rest are terminal."""
+    iteration: int = Field(default=0, ge=0)
+    """The revision cycle the outcome is on, counted from 0."""
+    max_iterations: int = Field(ge=1, le=20)
+    explanation: str | None = None
+    """The grader's verdict text from the latest evaluation: why the criteria are met, what is missing, or
+    why the outcome cannot be reached."""
+    completed_at: datetime | None = None
+    """When the outcome reached a terminal status; None until then."""
+
+    @property
+    def terminal(self) -> bool:
+        return self.completed_at is not None
+
+
+class SessionOutcomeUpdated(_EventBase):
+    """The outcome's whole state after a change: the session's outcome is the latest of these."""
+
+    type: Literal["session.outcome_updated"] = "session.outcome_updated"
+    outcome: Outcome
 
 
 class ErrorInfo(_Model):
@@ -312,6 +416,28 @@ class SpanModelRequestEnd(_EventBase):
     """The provider's stop reason (end_turn, tool_use, max_tokens, pause_turn, refusal...)."""
 
 
+class SpanOutcomeEvaluationStart(_EventBase):
+    """The grader began scoring revision cycle ``iteration``."""
+
+    type: Literal["span.outcome_evaluation_start"] = "span.outcome_evaluation_start"
+    outcome_id: str
+    iteration: int = Field(ge=0)
+
+
+class SpanOutcomeEvaluationEnd(_EventBase):
+    """The grader's verdict on cycle ``iteration``. A ``needs_revision`` verdict on the last allowed cycle
+    reads ``max_iterations_reached``; an interrupt while grading reads ``interrupted``."""
+
+    type: Literal["span.outcome_evaluation_end"] = "span.outcome_evaluation_end"
+    outcome_evaluation_start_id: str
+    outcome_id: str
+    iteration: int = Field(ge=0)
+    result: OutcomeResult
+    explanation: str
+    usage: Usage = Usage()
+    """The grader's own usage (already counted in the session's)."""
+
+
 Event: TypeAlias = Annotated[
     UserMessage
     | UserInterrupt
@@ -330,8 +456,16 @@ Event: TypeAlias = Annotated[
     | SessionError
     | SessionUpdated
     | SessionUsageEvent
+    | SessionThreadCreated
+    | SessionThreadStatusRunning
+    | SessionThreadStatusIdle
+    | SessionOutcomeUpdated
+    | AgentThreadMessageSent
+    | AgentThreadMessageReceived
     | SpanModelRequestStart
-    | SpanModelRequestEnd,
+    | SpanModelRequestEnd
+    | SpanOutcomeEvaluationStart
+    | SpanOutcomeEvaluationEnd,
     Field(discriminator="type"),
 ]
 
@@ -384,8 +518,16 @@ StreamItem: TypeAlias = Annotated[
     | SessionError
     | SessionUpdated
     | SessionUsageEvent
+    | SessionThreadCreated
+    | SessionThreadStatusRunning
+    | SessionThreadStatusIdle
+    | SessionOutcomeUpdated
+    | AgentThreadMessageSent
+    | AgentThreadMessageReceived
     | SpanModelRequestStart
     | SpanModelRequestEnd
+    | SpanOutcomeEvaluationStart
+    | SpanOutcomeEvaluationEnd
     | EventStart
     | EventDelta,
     Field(discriminator="type"),

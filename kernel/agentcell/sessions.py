@@ -1,9 +1,12 @@
 """Sessions: a pinned agent version, a budget, resources, and the event log of its conversation.
 
 ``session.send(message)`` runs one turn and yields its previews and buffered events in order;
-``session.ask(message)`` runs it to the end and returns a :class:`TurnResult`. Everything a session
-knows can be rebuilt from the store: ``engine.sessions.get(id)`` reopens it with its history, usage,
-stats and pinned agent version.
+``session.ask(message)`` runs it to the end and returns a :class:`TurnResult`. A message may also be an
+:class:`~agentcell.engine.outcomes.OutcomeSpec` (``session.define_outcome``): the turn then works, is graded
+and revises until the outcome is reached. ``session.steer(text)`` adds guidance to the running turn, given
+to the model at its next request; ``session.interrupt()`` stops it. Everything a session knows can be
+rebuilt from the store: ``engine.sessions.get(id)`` reopens it with its history, usage, stats, outcome,
+threads and pinned agent version.
 """
 
 from __future__ import annotations
@@ -14,15 +17,19 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel
 
 from ._validation import check_metadata, validated
 from .agents import UNSET, Agent, _Unset
+from .engine.advisor import advisor_tools
 from .engine.history import HISTORY_EVENT_TYPES, History
-from .engine.runner import TurnRunner
+from .engine.outcomes import OutcomeLoop, OutcomeSpec, define_event
+from .engine.runner import SessionTool, TurnRunner
 from .engine.stats import Transition, active_seconds
+from .engine.threads import ThreadInfo, ThreadManager, thread_infos
 from .errors import InvalidInputError, SessionBusyError, SessionNotFoundError, SessionTerminatedError
 from .events import (
     AgentMessage,
@@ -32,20 +39,27 @@ from .events import (
     ErrorInfo,
     ErrorStop,
     Event,
+    FileRubric,
     ImageBlock,
     Interrupted,
+    Outcome,
     RequiresAction,
     SessionError,
+    SessionOutcomeUpdated,
     SessionStatusIdle,
     SessionStatusRunning,
     SessionStatusTerminated,
+    SessionThreadStatusIdle,
+    SessionThreadStatusRunning,
     SessionUpdated,
     SessionUsageEvent,
     SpanModelRequestEnd,
     StopReason,
     StreamItem,
     TextBlock,
+    TextRubric,
     UserCustomToolResult,
+    UserDefineOutcome,
     UserInterrupt,
     UserMessage,
     UserToolConfirmation,
@@ -53,12 +67,14 @@ from .events import (
 )
 from .ids import new_id
 from .resources import Resource
+from .resources_mount import Mounted, ResourceMountError, mount_resources, workspace_of
 from .store.base import PermissionPreset, SessionRecord
 from .tools.approvals import ApprovalAnswer, ApprovalBroker
 from .usage import Budget, Usage
 
 if TYPE_CHECKING:
     from .engine.core import Engine
+    from .providers.base import ModelConfig
     from .providers.registry import ResolvedModel
     from .tools.base import Approver, ToolHost
 
@@ -75,6 +91,10 @@ class CustomToolResult:
     custom_tool_use_id: str
     content: str | Sequence[ContentBlock] = ""
     is_error: bool = False
+
+
+Input = str | Sequence[ContentBlock] | CustomToolResult | OutcomeSpec
+"""What a turn can start from: a message, the answer to a custom tool, or an outcome to reach."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,12 +115,18 @@ class TurnResult:
 
     @property
     def text(self) -> str:
-        """The agent's messages of the turn, joined by blank lines."""
+        """The agent's messages of the turn in the primary thread, joined by blank lines."""
         return "\n\n".join(
             "".join(b.text for b in e.content if isinstance(b, TextBlock))
             for e in self.events
-            if isinstance(e, AgentMessage)
+            if isinstance(e, AgentMessage) and e.thread_id is None
         )
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """The state of the outcome the turn worked on, at its end; None when it worked on none."""
+        updates = [e.outcome for e in self.events if isinstance(e, SessionOutcomeUpdated)]
+        return updates[-1] if updates else None
 
     @property
     def usage(self) -> Usage:
@@ -121,6 +147,7 @@ class _Turn:
         self.loop = loop
         self.queue: asyncio.Queue[object] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None
+        self.threads: ThreadManager | None = None
 
 
 def _parse_budget(budget: object) -> Budget | None:
@@ -152,6 +179,10 @@ class Session:
         self._turn: _Turn | None = None
         self._listeners: list[Callable[[StreamItem], None]] = []
         self._lock = threading.Lock()
+        self._steering: dict[str | None, list[list[ContentBlock]]] = {}
+        """Per thread: guidance steered in and not yet given to the model."""
+        self._mounted = False
+        engine.memory_stores.attach(self)
         self.approver: Approver | None = None
         """Asked when a tool needs the user's approval. None (a script with no UI): the preset decides,
         and a call that needs asking is refused. A host that can show approvals sets
@@ -168,6 +199,15 @@ class Session:
     @property
     def record(self) -> SessionRecord:
         return self._record
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine
+
+    @property
+    def workspace(self) -> Path:
+        """Where the session's tools work and its resources are mounted."""
+        return workspace_of(self)
 
     @property
     def title(self) -> str | None:
@@ -206,13 +246,18 @@ class Session:
         end = self._record.terminated_at or now
         transitions: list[Transition] = []
         last_seen: datetime = self._record.created_at
-        for event in self._engine.store.events(
-            self.id, types=("session.status_running", "session.status_idle", "session.status_terminated")
-        ):
+        statuses = (
+            "session.status_running",
+            "session.status_idle",
+            "session.status_terminated",
+            "session.thread_status_running",
+            "session.thread_status_idle",
+        )
+        for event in self._engine.store.events(self.id, types=statuses):
             last_seen = event.created_at
-            if isinstance(event, SessionStatusRunning):
+            if isinstance(event, SessionStatusRunning | SessionThreadStatusRunning):
                 transitions.append((event.created_at, event.thread_id, "running"))
-            elif isinstance(event, SessionStatusIdle):
+            elif isinstance(event, SessionStatusIdle | SessionThreadStatusIdle):
                 transitions.append((event.created_at, event.thread_id, "idle"))
         # A thread left running by a process that died stopped when its last status was written.
         active_end = now if self._turn is not None else min(end, max(last_seen, self._last_event_time()))
@@ -240,11 +285,30 @@ class Session:
         return history
 
     @property
+    def outcome(self) -> Outcome | None:
+        """The latest outcome's state (see ``define_outcome``); None when none was defined."""
+        last = self._engine.store.last_event(self.id, "session.outcome_updated")
+        return last.outcome if isinstance(last, SessionOutcomeUpdated) else None
+
+    @property
+    def threads(self) -> list[ThreadInfo]:
+        """The threads spawned in this session, with their status and their own usage."""
+        return thread_infos(self.events(types=_THREAD_EVENT_TYPES))
+
+    @property
     def tool_host(self) -> ToolHost:
         return self._engine.tools
 
-    def resolve_model(self) -> ResolvedModel:
-        return self._engine.providers.resolve(self._agent.model)
+    def resolve_model(self, model: ModelConfig | None = None) -> ResolvedModel:
+        """The provider for ``model`` (the pinned agent's by default)."""
+        return self._engine.providers.resolve(model if model is not None else self._agent.model)
+
+    def mount(self) -> list[Mounted]:
+        """Clone the git repositories and copy the uploaded files of the session into its workspace now
+        (the first turn does it otherwise). Raises ResourceMountError saying what failed."""
+        mounted = mount_resources(self)
+        self._mounted = True
+        return mounted
 
     # ------------------------------------------------------------------------------------------ emitting
 
@@ -292,7 +356,9 @@ class Session:
 
     # ------------------------------------------------------------------------------------------ turns
 
-    def _opening(self, message: str | Sequence[ContentBlock] | CustomToolResult) -> list[Event]:
+    def _opening(self, message: Input) -> list[Event]:
+        if isinstance(message, OutcomeSpec):
+            return [define_event(self, message)]
         if isinstance(message, CustomToolResult):
             pending = self._pending_custom_tool_uses()
             if message.custom_tool_use_id not in pending:
@@ -310,15 +376,7 @@ class Session:
                     is_error=message.is_error,
                 )
             ]
-        if isinstance(message, str):
-            if not message.strip():
-                raise InvalidInputError("the message is empty; write what you want the agent to do")
-            blocks = [TextBlock(text=message)]
-        else:
-            blocks = list(message)
-            if not blocks or not all(isinstance(b, TextBlock | ImageBlock) for b in blocks):
-                raise InvalidInputError("a message is a string or a non-empty list of TextBlock/ImageBlock")
-        return [self.make(UserMessage, content=blocks)]
+        return [self.make(UserMessage, content=_blocks(message))]
 
     def _pending_custom_tool_uses(self) -> set[str]:
         last_idle = self._engine.store.last_event(self.id, "session.status_idle")
@@ -331,9 +389,7 @@ class Session:
         }
         return set(last_idle.stop_reason.event_ids) - answered
 
-    async def send(
-        self, message: str | Sequence[ContentBlock] | CustomToolResult, *, tool_choice: str | None = None
-    ) -> AsyncIterator[StreamItem]:
+    async def send(self, message: Input, *, tool_choice: str | None = None) -> AsyncIterator[StreamItem]:
         """Run one turn, yielding its previews and buffered events in order until ``session.status_idle``.
 
         ``tool_choice`` ("any", "none", or a tool's name) applies to the turn's first model request only,
@@ -343,7 +399,8 @@ class Session:
         if self.status == "terminated":
             raise SessionTerminatedError(f"session {self.id} was terminated; create a new session")
         if tool_choice not in (None, "auto", "any", "none"):
-            offered = [t.name for t in TurnRunner(self).offered_tools(self.agent)]
+            runner = TurnRunner(self, tools=self._engine_tools(ThreadManager(self)))
+            offered = [t.name for t in runner.offered_tools(self.agent)]
             if tool_choice not in offered:
                 raise InvalidInputError(
                     f"tool_choice {tool_choice!r} is not a tool this agent has; it has: {', '.join(offered) or 'none'}"
@@ -381,10 +438,19 @@ class Session:
         self, turn: _Turn, opening: list[Event], unsubscribe: Callable[[], None], tool_choice: str | None
     ) -> None:
         stop: StopReason = EndTurn()
+        threads = turn.threads = ThreadManager(self)
+        first = opening[-1]
         try:
+            # An outcome paused for a custom tool resumes only with that tool's answer; anything else ends it.
+            if not isinstance(first, UserCustomToolResult) and (unfinished := OutcomeLoop.active(self)) is not None:
+                defined = isinstance(first, UserDefineOutcome)
+                unfinished.supersede("a new outcome was defined" if defined else "a message came instead of an answer")
             for event in opening:
                 self.emit(event)
-            if isinstance(opening[-1], UserCustomToolResult) and (waiting := self._pending_custom_tool_uses()):
+            outcome = OutcomeLoop(self, first) if isinstance(first, UserDefineOutcome) else None
+            if outcome is not None:
+                outcome.announce()
+            if isinstance(first, UserCustomToolResult) and (waiting := self._pending_custom_tool_uses()):
                 stop = RequiresAction(event_ids=sorted(waiting))
             else:
                 self.emit(self.make(SessionStatusRunning))
@@ -393,7 +459,7 @@ class Session:
                         message = f"MCP server {status.name} did not start: {status.error or 'no reason given'}"
                         info = ErrorInfo(type="mcp_connection_failed_error", message=message)
                         self.emit(self.make(SessionError, error=info))
-                stop = await TurnRunner(self, first_tool_choice=tool_choice).run()
+                stop = await self._work(first, outcome, threads, tool_choice)
         except asyncio.CancelledError:
             stop = Interrupted()
         except Exception as exc:  # a bug must not leave the session stuck in "running"
@@ -401,6 +467,14 @@ class Session:
             self.emit(self.make(SessionError, error=ErrorInfo(type="unknown_error", message=message)))
             stop = ErrorStop(message=message)
         finally:
+            try:
+                await threads.close()
+            except asyncio.CancelledError:  # interrupted again while the threads were stopping
+                stop = Interrupted()
+            # Guidance that came after the last request is kept for the next turn rather than lost.
+            for blocks in self._steering.pop(None, []):
+                self.emit(self.make(UserMessage, content=blocks))
+            self._steering.clear()
             if isinstance(stop, BudgetReached):
                 self.emit(self.make(SessionUsageEvent, usage=self.usage, budget=self.budget))
             self.emit(self.make(SessionStatusIdle, stop_reason=stop))
@@ -409,9 +483,37 @@ class Session:
             unsubscribe()
             turn.queue.put_nowait(_END)
 
+    async def _work(
+        self, first: Event, outcome: OutcomeLoop | None, threads: ThreadManager, tool_choice: str | None
+    ) -> StopReason:
+        """Mount the resources (once), then run the turn loop, or drive the outcome with it."""
+        if not self._mounted:
+            try:
+                await asyncio.to_thread(mount_resources, self)
+            except ResourceMountError as exc:
+                self.emit(self.make(SessionError, error=ErrorInfo(type="resource_mount_error", message=str(exc))))
+                return ErrorStop(message=str(exc))
+            self._mounted = True
+        tools = self._engine_tools(threads)
+        choice = [tool_choice]
+
+        def runner() -> TurnRunner:
+            first_choice, choice[0] = choice[0], None  # only the turn's first request is forced
+            return TurnRunner(self, first_tool_choice=first_choice, tools=tools)
+
+        if outcome is not None:
+            return await outcome.run(runner)
+        if isinstance(first, UserCustomToolResult) and (paused := OutcomeLoop.active(self)) is not None:
+            return await paused.run(runner, resumed=True)
+        return await runner().run()
+
+    def _engine_tools(self, threads: ThreadManager) -> list[SessionTool]:
+        """The engine's own tools for the primary thread: spawning threads and consulting the advisor."""
+        return [*threads.tools(self.agent), *advisor_tools(self, self.agent)]
+
     async def ask(
         self,
-        message: str | Sequence[ContentBlock] | CustomToolResult,
+        message: Input,
         *,
         on_item: Callable[[StreamItem], None] | None = None,
         tool_choice: str | None = None,
@@ -428,31 +530,72 @@ class Session:
                     stop = item.stop_reason
         return TurnResult(stop_reason=stop, events=events)
 
-    def send_sync(
-        self, message: str | Sequence[ContentBlock] | CustomToolResult, *, tool_choice: str | None = None
-    ) -> TurnResult:
+    def send_sync(self, message: Input, *, tool_choice: str | None = None) -> TurnResult:
         """:meth:`ask` for scripts without an event loop."""
         return self._engine.run_sync(self.ask(message, tool_choice=tool_choice))
 
-    def interrupt(self) -> None:
-        """Stop the running turn (from any thread). It ends within a second with ``interrupted``."""
+    async def define_outcome(
+        self,
+        description: str,
+        *,
+        rubric: str | TextRubric | FileRubric,
+        max_iterations: int = 3,
+        grader_model: str | None = None,
+        on_item: Callable[[StreamItem], None] | None = None,
+    ) -> TurnResult:
+        """Have the agent produce ``description`` until a grader finds it meets ``rubric`` (text, or
+        ``FileRubric(path=...)`` in the workspace), revising up to ``max_iterations`` cycles in all.
+        ``result.outcome`` is the outcome's final state."""
+        spec = OutcomeSpec(description, rubric, max_iterations=max_iterations, grader_model=grader_model)
+        return await self.ask(spec, on_item=on_item)
+
+    def interrupt(self, *, thread_id: str | None = None) -> None:
+        """Stop the running turn (from any thread); it ends within a second with ``interrupted``. With
+        ``thread_id``, stop only that spawned thread (its coordinator goes on)."""
         turn = self._turn
         if turn is None or turn.task is None:
             return
 
         def cancel() -> None:
-            if turn.task is not None and not turn.task.done():
+            if turn.task is None or turn.task.done():
+                return
+            if thread_id is None:
                 self.emit(self.make(UserInterrupt))
                 turn.task.cancel()
+            elif turn.threads is not None and turn.threads.cancel(thread_id):
+                self.emit(self.make(UserInterrupt, thread_id=thread_id))
 
+        self._on_turn_loop(turn, cancel)
+
+    def steer(self, content: str | Sequence[ContentBlock], *, thread_id: str | None = None) -> None:
+        """Add guidance to the running turn (from any thread, e.g. a widget callback): the model gets it
+        as a user message with its next request. The request already streaming is not cancelled; if the
+        model was giving its final answer, the turn goes on for one more request to take the guidance in.
+        Raises InvalidInputError when no turn is running (send the guidance as a message then)."""
+        blocks = _blocks(content)
+        turn = self._turn
+        if turn is None:
+            raise InvalidInputError(f"no turn is running in session {self.id}; send the guidance as a message")
+        self._on_turn_loop(turn, lambda: self._steering.setdefault(thread_id, []).append(blocks))
+
+    def take_steering(self, thread_id: str | None) -> list[list[ContentBlock]]:
+        """The guidance waiting for ``thread_id``'s next request (the runner delivers it)."""
+        return self._steering.pop(thread_id, [])
+
+    def steering_pending(self, thread_id: str | None) -> bool:
+        return bool(self._steering.get(thread_id))
+
+    @staticmethod
+    def _on_turn_loop(turn: _Turn, action: Callable[[], None]) -> None:
+        """Run ``action`` on the turn's event loop: at once from it, else scheduled thread-safely."""
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             running = None
         if running is turn.loop:
-            cancel()
+            action()
         else:
-            turn.loop.call_soon_threadsafe(cancel)
+            turn.loop.call_soon_threadsafe(action)
 
     # ------------------------------------------------------------------------------------------ approvals
 
@@ -551,6 +694,25 @@ class Session:
         return f"<Session {self.id} {self.status} agent={self._agent.id} v{self._agent.version}>"
 
 
+_THREAD_EVENT_TYPES = (
+    "session.thread_created",
+    "session.thread_status_running",
+    "session.thread_status_idle",
+    "span.model_request_end",
+)
+
+
+def _blocks(content: str | Sequence[ContentBlock]) -> list[ContentBlock]:
+    if isinstance(content, str):
+        if not content.strip():
+            raise InvalidInputError("the message is empty; write what you want the agent to do")
+        return [TextBlock(text=content)]
+    blocks = list(content)
+    if not blocks or not all(isinstance(b, TextBlock | ImageBlock) for b in blocks):
+        raise InvalidInputError("a message is a string or a non-empty list of TextBlock/ImageBlock")
+    return blocks
+
+
 class SessionsAPI:
     """``engine.sessions``: create, reopen and list sessions."""
 
@@ -597,6 +759,7 @@ class SessionsAPI:
             },
             "session",
         )
+        self._engine.memory_stores.check(record.resources, self._engine.tools)
         self._engine.store.put_session(record)
         session = Session(self._engine, record)
         with self._lock:

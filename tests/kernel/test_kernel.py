@@ -37,6 +37,9 @@ def test_a_prose_cell_streams_coalesced_updates_and_ends_idle(kernel_env: dict[s
         tmp_path / "s.json", [{"steps": [{"kind": "text", "text": text, "chunk_size": 6, "delay": 0.004}]}]
     )
     with running_kernel(kernel_env) as (_, kc):
+        # The Markdown renderer streams through update_display_data; the widget's own transport is
+        # checked in tests/widgets/test_transport.py.
+        assert execute(kc, "%config AgentCell.renderer = 'markdown'").status == "ok"
         run = execute(kc, "Tell me a long story.")
         assert run.status == "ok"
         updates = run.of("update_display_data")
@@ -48,7 +51,7 @@ def test_a_prose_cell_streams_coalesced_updates_and_ends_idle(kernel_env: dict[s
         assert run.final_markdown.startswith(text.strip())
         assert "application/vnd.agentcell.turn+json" in run.displays[-1]
         assert not run.of("stream")  # never through print()
-        assert run.reply["execution_count"] == 1
+        assert run.reply["execution_count"] == 2
 
 
 def test_magics_answer_and_mistakes_are_one_line(kernel_env: dict[str, str]) -> None:

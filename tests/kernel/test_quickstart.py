@@ -16,10 +16,11 @@ pytestmark = pytest.mark.slow
 
 @pytest.mark.timeout(180)
 def test_the_quickstart_runs_on_the_local_model(kernel_env: dict[str, str], tmp_path: Path) -> None:
-    kernel_env.pop("AGENTCELL_MODEL")  # no key and no model named: the local model is the default
+    # Live on the local model (`--model`), not from the notebook's recording.
+    kernel_env.pop("AGENTCELL_MODEL")
     out = tmp_path / "quickstart.out.ipynb"
     result = subprocess.run(
-        [sys.executable, "-m", "agentcell.cli", "run", str(QUICKSTART), "-o", str(out)],
+        [sys.executable, "-m", "agentcell.cli", "run", str(QUICKSTART), "-o", str(out), "--model", "local:smollm2"],
         check=False,
         capture_output=True,
         text=True,

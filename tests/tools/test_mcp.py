@@ -4,17 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp.types import Tool, ToolAnnotations
 
+from agentcell import Engine
 from agentcell.agents import McpServer
 from agentcell.events import ImageBlock
 from agentcell.tools import Preset, ToolRegistry, ToolResult
-from agentcell.tools.mcp import McpTools
+from agentcell.tools.mcp import McpConnection, McpTools
 
 from ._support import Approvals, make_call
 
@@ -65,7 +68,8 @@ async def test_a_stdio_servers_tools_are_listed_called_and_removed(free: ToolReg
         assert isinstance(image, ImageBlock) and image.source.media_type == "image/png"
         assert base64.b64decode(image.source.data).startswith(b"\x89PNG")
 
-        assert free.execution_mode(make_call("demo__pid", scope=SCOPE)) == "parallel"
+        # readOnlyHint is an untrusted hint: it makes nothing parallel unless annotations are trusted.
+        assert free.execution_mode(make_call("demo__pid", scope=SCOPE)) == "exclusive"
         assert free.execution_mode(make_call("demo__add", scope=SCOPE)) == "exclusive"
         pid = int((await _call(free, "demo__pid")).text_content)
         assert _running(pid)
@@ -83,6 +87,8 @@ async def test_mcp_tools_ask_before_running_unless_annotations_are_trusted(
     async with McpTools(registry, [_stdio("demo")], scope=SCOPE, cwd=workspace, trust_annotations=True):
         assert registry.evaluate_permission(make_call("demo__pid", scope=SCOPE)) == "allow"
         assert registry.evaluate_permission(make_call("demo__add", scope=SCOPE)) == "ask"
+        assert registry.execution_mode(make_call("demo__pid", scope=SCOPE)) == "parallel"
+        assert registry.execution_mode(make_call("demo__add", scope=SCOPE)) == "exclusive"
 
 
 async def test_a_crashed_stdio_server_answers_with_errors_and_the_others_go_on(
@@ -143,3 +149,76 @@ async def test_a_streamable_http_server_is_listed_called_and_crashes_cleanly(
         assert servers.statuses()[0].state == "crashed"
     assert await process.wait() == 3
     assert free.schemas(SCOPE) == []
+
+
+# ---------------------------------------------------------------------------------------------- without a server
+
+
+def _listing(tools: dict[str, list[Tool]]) -> Callable[[McpConnection], Awaitable[list[Tool]]]:
+    """A stand-in for ``McpConnection.start`` that lists ``tools[server name]`` and connects nothing."""
+
+    async def start(self: McpConnection) -> list[Tool]:
+        self.state = "running"
+        return tools[self.server.name]
+
+    return start
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+async def test_read_only_hints_make_tools_parallel_only_when_trusted(
+    free: ToolRegistry, monkeypatch: pytest.MonkeyPatch, trusted: bool
+) -> None:
+    reader = Tool(name="look", input_schema={"type": "object"}, annotations=ToolAnnotations(read_only_hint=True))
+    monkeypatch.setattr(McpConnection, "start", _listing({"srv": [reader]}))
+    async with McpTools(free, [_stdio("srv")], scope=SCOPE, trust_annotations=trusted):
+        mode = free.execution_mode(make_call("srv__look", scope=SCOPE))
+    assert mode == ("parallel" if trusted else "exclusive")
+
+
+async def test_a_name_clash_across_servers_skips_the_tool_and_starts_the_rest(
+    free: ToolRegistry, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Server "a" tool "b__c" and server "a__b" tool "c" are both "a__b__c".
+    schema = {"type": "object"}
+    listed = {
+        "a": [Tool(name="b__c", input_schema=schema)],
+        "a__b": [Tool(name="c", input_schema=schema), Tool(name="d", input_schema=schema)],
+    }
+    monkeypatch.setattr(McpConnection, "start", _listing(listed))
+    servers = McpTools(free, [_stdio("a"), _stdio("a__b")], scope=SCOPE)
+    statuses = await servers.start()
+    assert [(s.name, s.state, s.tools) for s in statuses] == [
+        ("a", "running", ("a__b__c",)),
+        ("a__b", "running", ("a__b__d",)),
+    ]
+    assert "'c' of 'a__b' cannot be registered" in caplog.text
+    assert sorted(s.name for s in free.schemas(SCOPE)) == ["a__b__c", "a__b__d"]
+    await servers.stop()
+    assert free.schemas(SCOPE) == []
+
+
+def test_mcp_secrets_stay_out_of_snapshots_and_reprs_but_not_out_of_the_agent(engine: Engine, db_path: Path) -> None:
+    servers = [
+        McpServer(
+            name="remote", type="http", url="https://mcp.example/", headers={"Authorization": "Bearer hdr-SECRET"}
+        ),
+        McpServer(name="local", command=["server"], env={"API_TOKEN": "env-SECRET"}),
+    ]
+    agent = engine.agents.create(name="a", model="scripted", mcp_servers=servers)
+    assert "SECRET" not in repr(agent) and "SECRET" not in repr(agent.mcp_servers) and "SECRET" not in str(agent)
+    snapshot = agent.snapshot()
+    assert "SECRET" not in json.dumps(snapshot)
+    assert [s["name"] for s in snapshot["mcp_servers"]] == ["remote", "local"]
+    assert snapshot["mcp_servers"][0]["url"] == "https://mcp.example/"
+
+    plain = engine.agents.create(name="b", model="scripted")
+    updated = engine.agents.update(plain.id, mcp_servers=servers)
+    session = engine.sessions.create(agent=plain.id, version=1)
+    session.update(agent_version=updated.version)
+    (event,) = session.events(types=["session.updated"])
+    assert "SECRET" not in event.model_dump_json()
+
+    # The stored version keeps them: a reopened engine can still start the servers.
+    stored = Engine(db_path).agents.get(agent.id)
+    assert stored.mcp_servers[0].headers == {"Authorization": "Bearer hdr-SECRET"}
+    assert stored.mcp_servers[1].env == {"API_TOKEN": "env-SECRET"}

@@ -1,15 +1,19 @@
-"""The Engine: one store, the provider and tool registries, and the agents and sessions APIs over them."""
+"""The Engine: one store, the provider and tool registries, and the agents and sessions APIs over them,
+plus the upload store (``engine.files``) and the memory stores (``engine.memory_stores``) sessions mount."""
 
 from __future__ import annotations
 
 import asyncio
 import os
 import threading
-from collections.abc import Coroutine, Mapping
+from collections.abc import Coroutine, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..agents import Agent, AgentsAPI, McpServer
+from ..agents import DEFAULT_ADVISORS, Agent, AgentsAPI, McpServer
 from ..errors import ConfigurationError
+from ..files import FilesAPI
+from ..memory import MemoryStoresAPI
 from ..providers.base import ModelConfig, Provider
 from ..providers.defaults import register_http_providers
 from ..providers.local import register_local_provider
@@ -22,6 +26,7 @@ from ..tools.base import ToolHost
 from ..tools.registry import default_registry
 
 if TYPE_CHECKING:
+    from ..providers.replay import Replayer
     from ..tools.mcp import McpServerStatus, McpTools
 
 __all__ = ["Engine"]
@@ -53,7 +58,13 @@ class Engine:
         store: Store | None = None,
         providers: Mapping[str, Provider] | None = None,
         tools: ToolHost | None = None,
+        replay: Replayer | None = None,
+        advisors: Mapping[str, Sequence[str]] = DEFAULT_ADVISORS,
+        data_dir: str | os.PathLike[str] | None = None,
     ) -> None:
+        """``advisors``: which advisor models an agent's model may consult (model pattern -> advisor
+        patterns, see ``agents.DEFAULT_ADVISORS``). ``data_dir``: where uploads and memory stores live;
+        by default next to the database (``<db>.files/``, ``<db>.memory.db``)."""
         if store is not None and db is not None:
             raise ValueError("pass either a database path or a store, not both")
         self.store: Store = store if store is not None else SQLiteStore(db)
@@ -63,9 +74,20 @@ class Engine:
         register_local_provider(self.providers)
         for prefix, provider in (providers or {}).items():
             self.providers.register(prefix, provider)
+        self.replay = replay
+        """Records or replays every model request (see ``providers/replay.py``); None sends them live."""
+        if replay is not None:
+            self.providers.intercept(replay.wrap)
         # The process-wide registry by default, so @agentcell.tool functions are offered at the next turn.
         self.tools: ToolHost = tools if tools is not None else default_registry()
-        self.agents = AgentsAPI(self.store)
+        self.agents = AgentsAPI(self.store, advisors=advisors)
+        base = Path(self.store.location)
+        if data_dir is not None:
+            base = Path(data_dir) / base.name
+        self.files = FilesAPI(base.with_name(f"{base.stem}.files"))
+        """Uploaded files, mounted by sessions as ``{"type": "file", "file_id": ...}``."""
+        self.memory_stores = MemoryStoresAPI(base.with_name(f"{base.stem}.memory.db"))
+        """Memory stores, attached by sessions as ``{"type": "memory_store", "memory_store_id": ...}``."""
         self.sessions = SessionsAPI(self)
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_lock = threading.Lock()
@@ -121,6 +143,7 @@ class Engine:
     async def aclose(self) -> None:
         await self._stop_mcp()
         await self.providers.aclose()
+        self.memory_stores.close()
         self.store.close()
 
     def close(self) -> None:
@@ -140,6 +163,7 @@ class Engine:
                 finally:
                     loop.close()
                     self._sync_loop = None
+        self.memory_stores.close()
         self.store.close()
 
     async def _aclose_providers(self) -> None:

@@ -13,13 +13,16 @@ from ..events import (
     AgentCustomToolUse,
     AgentMessage,
     AgentThinking,
+    AgentThreadMessageReceived,
     AgentToolResult,
     AgentToolUse,
     Event,
+    FileRubric,
     ImageBlock,
     SystemMessage,
     TextBlock,
     UserCustomToolResult,
+    UserDefineOutcome,
     UserMessage,
 )
 from ..providers.base import (
@@ -32,7 +35,7 @@ from ..providers.base import (
     ToolResultPart,
 )
 
-__all__ = ["HISTORY_EVENT_TYPES", "UNANSWERED_TOOL_CALL", "History"]
+__all__ = ["HISTORY_EVENT_TYPES", "UNANSWERED_TOOL_CALL", "History", "outcome_task"]
 
 HISTORY_EVENT_TYPES = (
     "user.message",
@@ -43,6 +46,8 @@ HISTORY_EVENT_TYPES = (
     "agent.tool_use",
     "agent.tool_result",
     "agent.custom_tool_use",
+    "user.define_outcome",
+    "agent.thread_message_received",
 )
 """The event types that shape the history; the rest (spans, usage, status) never do."""
 
@@ -57,8 +62,10 @@ class History:
 
     def apply(self, event: Event) -> None:
         match event:
-            case UserMessage():
+            case UserMessage() | AgentThreadMessageReceived():
                 self._user([_user_part(block) for block in event.content])
+            case UserDefineOutcome():
+                self._user([TextPart(text=outcome_task(event))])
             case SystemMessage():
                 self._user([TextPart(text=f"[system] {block.text}") for block in event.content])
             case AgentThinking():
@@ -123,6 +130,18 @@ class History:
         call_id = self._call_ids.get(tool_use_id, tool_use_id)
         self._open_calls.pop(call_id, None)
         self._append_user([ToolResultPart(call_id=call_id, content=content, is_error=is_error)])
+
+
+def outcome_task(event: UserDefineOutcome) -> str:
+    """How an outcome reads to the agent that works on it: what to produce, and the rubric it is graded by."""
+    if isinstance(event.rubric, FileRubric):
+        rubric = f"The rubric is the workspace file {event.rubric.path}; read it."
+    else:
+        rubric = f"The rubric:\n{event.rubric.content}"
+    return (
+        f"Produce this outcome: {event.description}\n\n"
+        f"When you finish, a grader checks your work against a rubric and may ask you to revise it. {rubric}"
+    )
 
 
 def _user_part(block: TextBlock | ImageBlock) -> Part:

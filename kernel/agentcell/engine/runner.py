@@ -5,14 +5,20 @@ emits previews while a response streams and the buffered events once the respons
 failed attempt leaves no half-written content in the log: its previews are abandoned (the
 ``span.model_request_end`` with ``is_error`` closes them) and a retry streams afresh. An interrupt keeps
 the text already shown as an ``agent.message`` marked ``interrupted``.
+
+Every model request of a session goes through :meth:`TurnRunner._request`, which holds the budget for it
+and bills it: the turn's own requests, and the one-shot requests of the outcome grader and the advisor
+(:meth:`TurnRunner.request_once`, which records spans and usage but no content). Guidance the user steers
+in while a request streams is delivered before the next request (see ``Session.steer``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import (
     ProviderAuthError,
@@ -41,11 +47,14 @@ from ..events import (
     SpanModelRequestStart,
     StopReason,
     TextBlock,
+    UserMessage,
 )
 from ..ids import new_id
 from ..providers._http import RetryPolicy
 from ..providers.base import (
     BlockStart,
+    Message,
+    ModelConfig,
     ModelRequest,
     ModelResponse,
     ModelSettings,
@@ -61,6 +70,7 @@ from ..providers.base import (
     ToolSchema,
     shows_output,
 )
+from ..resources_mount import system_prompt
 from ..tools.base import ToolCall, ToolResult
 from ..usage import Pricing, Usage, worst_case_cost
 
@@ -69,13 +79,13 @@ if TYPE_CHECKING:
     from ..providers.registry import ResolvedModel
     from ..sessions import Session
 
-__all__ = ["TurnRunner"]
+__all__ = ["BudgetExhaustedError", "SessionTool", "TurnFailedError", "TurnRunner"]
 
 ENGINE_RETRY = RetryPolicy()
 """Retries of a request that failed after part of it was shown (the provider retries earlier failures)."""
 
 
-class _BudgetExhaustedError(Exception):
+class BudgetExhaustedError(Exception):
     """Internal: the next request's worst case does not fit what remains of the budget."""
 
 
@@ -85,6 +95,19 @@ class TurnFailedError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class SessionTool:
+    """A tool the engine itself offers a thread (spawning threads, consulting the advisor).
+
+    It is answered by the engine rather than the tool host, because it acts on the session (starts a
+    thread, makes a model request) rather than on the world: no permission preset applies to it.
+    """
+
+    schema: ToolSchema
+    run: Callable[[ToolCall], Awaitable[ToolResult]]
+    parallel: bool = True
 
 
 @dataclass
@@ -114,13 +137,29 @@ class _Attempt:
 
 
 class TurnRunner:
-    def __init__(self, session: Session, thread_id: str | None = None, *, first_tool_choice: str | None = None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        thread_id: str | None = None,
+        *,
+        first_tool_choice: str | None = None,
+        agent: Agent | None = None,
+        tools: Sequence[SessionTool] = (),
+    ) -> None:
+        """``agent`` runs a spawned thread on an agent other than the session's (which may change between
+        requests, when the session pins another version); ``tools`` are the engine's own tools offered."""
         self.session = session
         self.thread_id = thread_id
+        self._agent = agent
+        self._session_tools = {t.schema.name: t for t in tools}
         self._tool_choice = first_tool_choice
         """Applies to the first request only: a forced call is then answered, not repeated."""
         self._unanswered: dict[str, ToolCall] = {}
         self._custom_pending: list[str] = []
+
+    @property
+    def agent(self) -> Agent:
+        return self._agent if self._agent is not None else self.session.agent
 
     # ------------------------------------------------------------------------------------------ loop
 
@@ -136,19 +175,20 @@ class TurnRunner:
     async def _loop(self) -> StopReason:
         session = self.session
         for _ in range(session.record.max_turns):
-            agent = session.agent
-            resolved = session.resolve_model()
+            self._deliver_steering()
+            agent = self.agent
+            resolved = session.resolve_model(agent.model)
             offered = self.offered_tools(agent)
             request = ModelRequest(
                 model=resolved.model,
-                system=agent.system,
+                system=system_prompt(session, agent, primary=self.thread_id is None),
                 messages=session.history(self.thread_id).messages(),
                 tools=offered,
                 settings=self._settings(resolved.config.settings()),
             )
             try:
                 response = await self._request(resolved, request)
-            except _BudgetExhaustedError:
+            except BudgetExhaustedError:
                 return BudgetReached()
             if response.tool_calls:
                 stop = await self._run_tools({t.name for t in offered})
@@ -165,27 +205,38 @@ class TurnRunner:
                 message = "the conversation no longer fits the model's context window; start a new session"
                 self._emit_error("context_window_exceeded", message)
                 return ErrorStop(message=message)
+            if session.steering_pending(self.thread_id):
+                continue  # guidance came in while the answer streamed: the model gets to act on it
             return EndTurn()
         return MaxTurns()
 
+    def _deliver_steering(self) -> None:
+        """Put the guidance steered in since the last request into this thread's history, as user messages."""
+        for blocks in self.session.take_steering(self.thread_id):
+            self.session.emit(self.session.make(UserMessage, thread_id=self.thread_id, content=blocks))
+
     def offered_tools(self, agent: Agent) -> list[ToolSchema]:
         """The tools the model sees: the host's for this agent, filtered by its ToolFilter, plus its custom
-        tools."""
+        tools (in the primary thread only: a spawned thread has no client to answer them) and the engine's
+        own tools, which take precedence over a host tool of the same name."""
         from ..agents import ToolFilter
+        from ..memory import visible_schemas
 
-        schemas = self.session.tool_host.schemas(agent.id)
+        own = [t.schema for t in self._session_tools.values()]
+        schemas = visible_schemas(self.session, agent, self.session.tool_host.schemas(agent.id))
         for spec in agent.tools:
             if isinstance(spec, ToolFilter):
                 allow = set(spec.allow) if spec.allow is not None else None
                 deny = set(spec.deny)
                 schemas = [s for s in schemas if (allow is None or s.name in allow) and s.name not in deny]
-        names = {s.name for s in schemas}
+        schemas = [s for s in schemas if s.name not in self._session_tools]
+        names = {s.name for s in schemas} | set(self._session_tools)
         custom = [
             ToolSchema(name=t.name, description=t.description, input_schema=t.input_schema)
-            for t in agent.custom_tools
+            for t in (agent.custom_tools if self.thread_id is None else [])
             if t.name not in names
         ]
-        return schemas + custom
+        return schemas + custom + own
 
     def _settings(self, settings: ModelSettings) -> ModelSettings:
         choice, self._tool_choice = self._tool_choice, None
@@ -193,18 +244,44 @@ class TurnRunner:
 
     # ------------------------------------------------------------------------------------------ requests
 
-    async def _request(self, resolved: ResolvedModel, request: ModelRequest) -> ModelResponse:
+    async def request_once(
+        self,
+        model: ModelConfig,
+        *,
+        system: str,
+        messages: list[Message],
+        tools: Sequence[ToolSchema] = (),
+        settings: dict[str, Any] | None = None,
+    ) -> ModelResponse:
+        """One model request outside the conversation (the grader, the advisor): it holds the budget, is
+        billed and spanned in this thread like any request, but its content is returned, not recorded.
+
+        Raises BudgetExhaustedError when it might not fit the budget, TurnFailedError when it failed (the
+        ``session.error`` is already emitted).
+        """
+        resolved = self.session.resolve_model(model)
+        base = resolved.config.settings()
+        request = ModelRequest(
+            model=resolved.model,
+            system=system,
+            messages=messages,
+            tools=list(tools),
+            settings=base.model_copy(update=settings or {}),
+        )
+        return await self._request(resolved, request, record=False)
+
+    async def _request(self, resolved: ResolvedModel, request: ModelRequest, *, record: bool = True) -> ModelResponse:
         """Stream one response, retrying (up to ENGINE_RETRY.max_retries) a failure after output was shown.
 
         Every attempt is billed, so every attempt reserves its own worst case first: a retry that might not
-        fit what remains of the budget is not sent.
+        fit what remains of the budget is not sent. ``record`` False: no previews and no content events.
         """
         session = self.session
         pricing = resolved.provider.pricing(resolved.model)
         worst = worst_case_cost(pricing, resolved.provider.input_token_bound(request), request.settings.max_tokens)
         for attempt in range(ENGINE_RETRY.max_retries + 1):
             if not session.reserve_budget(worst):
-                raise _BudgetExhaustedError
+                raise BudgetExhaustedError
             try:
                 start = session.make(SpanModelRequestStart, thread_id=self.thread_id, model=resolved.config.id)
                 session.emit(start)
@@ -214,7 +291,8 @@ class TurnRunner:
                     async for event in resolved.provider.stream(request):
                         accumulator.add(event)
                         state.see(event)
-                        self._preview(event, state)
+                        if record:
+                            self._preview(event, state)
                     response = accumulator.finish()
                 except ProviderError as error:
                     self._end_span(start, _cut_short_usage(accumulator.usage, state, request), pricing)
@@ -228,7 +306,8 @@ class TurnRunner:
                     self._keep_interrupted_text(state)
                     self._end_span(start, _cut_short_usage(accumulator.usage, state, request), pricing)
                     raise
-                self._commit(response, state)
+                if record:
+                    self._commit(response, state)
                 self._end_span(start, response.usage, pricing, stop_reason=response.stop_reason)
                 return response
             finally:
@@ -286,7 +365,7 @@ class TurnRunner:
     def _commit(self, response: ModelResponse, state: _Attempt) -> None:
         """Emit the buffered events of a complete response, reusing each preview's id."""
         session = self.session
-        custom = {t.name for t in session.agent.custom_tools}
+        custom = {t.name for t in self.agent.custom_tools} if self.thread_id is None else set()
         # Every content block began with a BlockStart, so blocks and content line up by index.
         ids = [state.blocks[i].event_id for i in sorted(state.blocks)]
         for event_id, part in zip(ids, response.content, strict=True):
@@ -332,7 +411,7 @@ class TurnRunner:
                         call_id=part.id,
                         name=part.name,
                         input=part.input,
-                        scope=session.agent.id,
+                        scope=self.agent.id,
                         session_id=session.id,
                         thread_id=self.thread_id,
                         preset=session.record.permissions,
@@ -354,6 +433,8 @@ class TurnRunner:
 
     def _evaluate_permission(self, call: ToolCall) -> Literal["allow", "ask", "deny"] | None:
         """What the preset says of the call, for front ends; a host that cannot tell says nothing."""
+        if call.name in self._session_tools:
+            return "allow"  # the engine's own tools act on the session, not the world: no preset applies
         evaluate = getattr(self.session.tool_host, "evaluate_permission", None)
         if evaluate is None:
             return None
@@ -383,10 +464,9 @@ class TurnRunner:
     async def _run_tools(self, offered: set[str]) -> StopReason | None:
         """Run the response's tool calls: consecutive parallel-safe calls together, others alone, results
         recorded in call order. Custom tools are left for the client: the turn then requires action."""
-        host = self.session.tool_host
         batch: list[ToolCall] = []
         for call in list(self._unanswered.values()):
-            if call.name in offered and host.execution_mode(call) == "parallel":
+            if call.name in offered and self._execution_mode(call) == "parallel":
                 batch.append(call)
                 continue
             await self._run_batch(batch, offered)
@@ -407,11 +487,23 @@ class TurnRunner:
         async def one(call: ToolCall) -> ToolResult:
             if call.name not in offered:
                 return ToolResult.error(f"no tool named {call.name!r} is available", "UNKNOWN_TOOL")
-            return await host.execute(call, approver=approver)
+            own = self._session_tools.get(call.name)
+            if own is None:
+                return await host.execute(call, approver=approver)
+            try:
+                return await own.run(call)
+            except Exception as exc:  # like the host's tools: a failure is a result, never an exception
+                return ToolResult.error(f"{call.name} failed: {type(exc).__name__}: {exc}")
 
         results = await asyncio.gather(*(one(call) for call in calls)) if len(calls) > 1 else [await one(calls[0])]
         for call, result in zip(calls, results, strict=True):
             self._answer(call, result)
+
+    def _execution_mode(self, call: ToolCall) -> Literal["parallel", "exclusive"]:
+        own = self._session_tools.get(call.name)
+        if own is not None:
+            return "parallel" if own.parallel else "exclusive"
+        return self.session.tool_host.execution_mode(call)
 
     def _answer(self, call: ToolCall, result: ToolResult) -> None:
         self._unanswered.pop(call.tool_use_id, None)

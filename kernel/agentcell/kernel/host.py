@@ -21,13 +21,14 @@ from traitlets import Enum, Float, Unicode, observe
 from traitlets.config import Configurable
 
 from ..errors import ConfigurationError, UserError
-from .render import MarkdownRenderer, RendererFactory
+from .render import MarkdownRenderer, RendererFactory, TurnRenderer
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from ..agents import Agent
     from ..engine.core import Engine
+    from ..engine.outcomes import OutcomeSpec
     from ..events import Event, StreamItem
     from ..sessions import Session, TurnResult
     from ..store.base import PermissionPreset
@@ -53,6 +54,11 @@ class AgentCell(Configurable):  # type: ignore[misc]  # traitlets is untyped
     max_updates_per_second = Float(30.0, help="Most display updates a streaming turn sends per second.").tag(
         config=True
     )
+    renderer = Enum(
+        ("widget", "markdown"),
+        "widget",
+        help="How a turn is shown: the turn widget (approvals, Stop, cost meter), or plain Markdown updates.",
+    ).tag(config=True)
 
     host: NotebookAgent | None = None
 
@@ -134,9 +140,7 @@ class NotebookAgent:
         self.config = config
         config.host = self
         self.notebook_path = os.environ.get("JPY_SESSION_NAME") or None
-        self.renderer_factory: RendererFactory = lambda session: MarkdownRenderer(
-            session, max_rate=config.max_updates_per_second
-        )
+        self.renderer_factory: RendererFactory = self._default_renderer
         self._engine: Engine | None = None
         self._session: Session | None = None
         self.last: TurnResult | None = None
@@ -144,15 +148,25 @@ class NotebookAgent:
         self.next_tool_choice: str | None = None
         """Set by ``%tools force NAME``: the next turn's first request must call that tool."""
 
+    def _default_renderer(self, session: Session) -> TurnRenderer:
+        rate = self.config.max_updates_per_second
+        if self.config.renderer == "markdown":
+            return MarkdownRenderer(session, max_rate=rate)
+        from .widget_render import WidgetRenderer
+
+        return WidgetRenderer(session, max_rate=rate)
+
     # ------------------------------------------------------------------------------------------ engine
 
     @property
     def engine(self) -> Engine:
         if self._engine is None:
             from ..engine.core import Engine
+            from .replay_mode import notebook_replayer
             from .tools import notebook_tools
 
-            self._engine = Engine(self.config.db or None, tools=notebook_tools(self.shell))
+            replay = notebook_replayer(self.notebook_path, self.shell)
+            self._engine = Engine(self.config.db or None, tools=notebook_tools(self.shell), replay=replay)
         return self._engine
 
     @property
@@ -168,7 +182,9 @@ class NotebookAgent:
         """The notebook's session: the one mapped to its path, or a new one."""
         if self._session is None:
             key = self._mapping_key
-            fresh = os.environ.pop("AGENTCELL_NEW_SESSION", "") == "1"  # `agentcell run` asks once
+            # `agentcell run` asks once; a notebook replayed from its recording starts its conversation afresh
+            replay = self.engine.replay
+            fresh = os.environ.pop("AGENTCELL_NEW_SESSION", "") == "1" or (replay is not None and replay.from_start)
             session_id = self.engine.store.get_value(key) if key and not fresh else None
             if session_id is not None and self.engine.store.get_session(session_id) is not None:
                 session = self.engine.sessions.get(session_id)
@@ -234,7 +250,13 @@ class NotebookAgent:
 
     # ------------------------------------------------------------------------------------------ turns
 
-    async def ask(self, text: str) -> None:
+    async def outcome(self, line: str, body: str) -> None:
+        """A ``%%outcome`` cell (the router sends it here): define the outcome and work toward it."""
+        from .outcome_magics import run_outcome_cell
+
+        await run_outcome_cell(self, line, body)
+
+    async def ask(self, text: str | OutcomeSpec) -> None:
         """Run one turn for a prose cell, streaming into the cell's output."""
         from IPython.core.error import UsageError
 

@@ -14,9 +14,16 @@ from .._format import format_usd
 from ..errors import AgentCellError
 
 if TYPE_CHECKING:
+    from ..providers.replay import Replayer
     from .host import NotebookAgent
 
 __all__ = ["HELP", "AgentCellMagics"]
+
+OUTCOME_HELP = (
+    "%%outcome [max_iterations=N] [grader=MODEL] [rubric=PATH]  work until a grader finds the cell's "
+    "description meets its rubric (after a line ---, or in the file PATH)"
+)
+STEER_HELP = "%steer TEXT  guidance for the running turn, given to the model at its next request"
 
 HELP: dict[str, str] = {
     "model": "%model [NAME [key=value …]]  show or set the model, e.g. %model claude-sonnet-4-5 max_tokens=2048",
@@ -29,8 +36,14 @@ HELP: dict[str, str] = {
     "agent": "%agent [show | pin VERSION | versions]  the agent and its pinned version",
     "mcp": "%mcp [list | add NAME -- COMMAND … | add NAME --url URL | remove NAME]  MCP servers",
     "usage": "%usage  tokens, list cost, budget and time of this session",
+    "record": "%record  re-record the notebook: a fresh conversation whose requests run live and replace its "
+    "recording (NAME.agentcell.jsonl); run the cells from the top, and do not keep %record in the notebook",
+    "replay": "%replay [auto | off | status]  replay the notebook from its recording in a fresh conversation "
+    "(auto: run unrecorded requests live); off: everything live; status: mode and counts",
     "python": "%%python  run the cell as Python in the notebook's namespace",
     "agent_cell": "%%agent  send the cell to the agent (in any IPython kernel)",
+    "outcome": OUTCOME_HELP,
+    "steer": STEER_HELP,
     "help": "%help  this list",
 }
 
@@ -324,6 +337,61 @@ class AgentCellMagics(Magics):  # type: ignore[misc]  # IPython is untyped
         except AgentCellError as exc:
             raise self._fail(exc) from None
 
+    # ------------------------------------------------------------------------------------------ replay
+
+    def _replayer(self, name: str) -> Replayer:
+        replayer = self.host.engine.replay
+        if replayer is None:
+            raise UsageError(f"%{name}: this kernel runs no notebook (no JPY_SESSION_NAME), so it has no recording")
+        return replayer
+
+    @line_magic  # type: ignore[untyped-decorator]
+    def record(self, line: str) -> None:
+        """Re-record: a new conversation whose requests run live and replace the notebook's recording."""
+        args = self._guard("record", line)
+        if args is None:
+            return
+        if args:
+            raise UsageError(HELP["record"])
+        try:
+            replayer = self._replayer("record")
+            session = self.host.new_session()
+        except AgentCellError as exc:
+            raise self._fail(exc) from None
+        replayer.mode = "record"
+        print(f"recording into {replayer.path.name} (new session {session.id}); run the cells from the top")
+
+    @line_magic  # type: ignore[untyped-decorator]
+    def replay(self, line: str) -> None:
+        """Replay the notebook from its recording (auto: unrecorded requests live), go live (off), or show
+        the status."""
+        args = self._guard("replay", line)
+        if args is None:
+            return
+        action = args[0] if args else "replay"
+        if len(args) > 1 or action not in ("replay", "auto", "off", "status"):
+            raise UsageError(HELP["replay"])
+        try:
+            replayer = self._replayer("replay")
+            if action == "status":
+                print(replayer.status())
+                return
+            if action == "off":
+                replayer.mode = "off"
+                print("replay off: every request runs live")
+                return
+            replayer.mode = "replay" if action == "replay" else "auto"
+            # The recording holds one conversation from its start: replay it again from its first answer.
+            replayer.recording.rewind()
+            session = self.host.new_session()
+            entries = len(replayer.recording.entries)
+        except AgentCellError as exc:
+            raise self._fail(exc) from None
+        print(
+            f"replay mode {replayer.mode}: {entries} recorded requests in {replayer.path.name} (new session "
+            f"{session.id}); run the cells from the top"
+        )
+
     # ------------------------------------------------------------------------------------------ cells
 
     @cell_magic("python")  # type: ignore[arg-type]
@@ -339,6 +407,21 @@ class AgentCellMagics(Magics):  # type: ignore[misc]  # IPython is untyped
         body runs only when something calls the magic directly."""
         del line, cell
         raise UsageError("%%agent must start a cell of its own (it is routed before execution)")
+
+    @cell_magic("outcome")  # type: ignore[arg-type]
+    def outcome_cell(self, line: str, cell: str) -> None:
+        """Define an outcome and work toward it (routed before execution, like %%agent)."""
+        del line, cell
+        raise UsageError("%%outcome must start a cell of its own (it is routed before execution)")
+
+    @line_magic  # type: ignore[untyped-decorator]
+    def steer(self, line: str) -> None:
+        """Add guidance to the running turn, delivered at its next model request."""
+        if self._guard("steer", line) is None:
+            return
+        from .outcome_magics import steer_line
+
+        print(steer_line(self.host, line))
 
     @line_magic("help")  # type: ignore[arg-type]
     def help_(self, line: str) -> None:

@@ -3,7 +3,8 @@
 It runs first among ``input_transformers_cleanup`` so it sees the cell as typed (by the time the post
 transformers run, ``%magic`` lines are already rewritten into Python calls):
 
-- ``%%agent`` cells become an awaited turn, in any IPython kernel where the extension is loaded;
+- ``%%agent`` cells become an awaited turn, and ``%%outcome`` cells an awaited outcome loop, in any IPython
+  kernel where the extension is loaded;
 - ``%%python`` cells run their body as ordinary Python, through IPython;
 - other ``%%magic`` cells, and cells of only ``%``/``!`` lines, pass through unchanged;
 - in the agentcell kernel, any other cell is prose: leading ``%``/``!`` lines run first, the rest becomes
@@ -42,6 +43,9 @@ def make_router(*, prose_is_agent: bool) -> Callable[[list[str]], list[str]]:
             return _turn(body) if body.strip() else lines
         if first.split()[0] == "%%python":
             return lines[first_index + 1 :]
+        if first.split()[0] == "%%outcome":
+            options = first[len("%%outcome") :].strip()
+            return [f"await {HOST_NAME}.outcome({options!r}, {body!r})\n"]
         if first.startswith("%%") or not prose_is_agent:
             return lines
         split = first_index

@@ -1,0 +1,322 @@
+"""Multi-agent threads: a coordinator spawns other agents on tasks that run beside it, then reads their results.
+
+An agent whose ``multiagent`` settings allow it gets two engine tools in the session's primary thread:
+
+- ``spawn_thread {task, agent? | inline_agent?}`` starts a thread on one of its predefined (saved) agents,
+  or on an agent it defines inline when it may, and returns the thread's id at once;
+- ``wait_thread {thread_id}`` waits for the thread to stop and returns its final message as the result.
+
+A thread is a :class:`~agentcell.engine.runner.TurnRunner` with its own ``thread_id``: every event it makes
+carries that id, its history is its own (it opens with ``agent.thread_message_received`` holding the task),
+and its tool calls are answered in it. Threads run concurrently as tasks of the coordinator's turn; they
+share the session's usage and budget (every request reserves through the session) and report their own
+usage on ``session.thread_status_idle``. Their status uses ``session.thread_status_running``/``_idle``,
+which the session's active time counts with overlaps once; ``session.status_*`` stay the primary thread's.
+Threads still running when the coordinator's turn ends are interrupted with it. Spawned threads are not
+offered custom tools (no client answers them there) nor these tools (one level of coordination).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from .._validation import validated
+from ..agents import Agent
+from ..errors import AgentCellError, InvalidInputError
+from ..events import (
+    AgentMessage,
+    AgentThreadMessageReceived,
+    AgentThreadMessageSent,
+    EndTurn,
+    ErrorInfo,
+    ErrorStop,
+    Event,
+    Interrupted,
+    SessionError,
+    SessionThreadCreated,
+    SessionThreadStatusIdle,
+    SessionThreadStatusRunning,
+    SpanModelRequestEnd,
+    StopReason,
+    TextBlock,
+    utc_now,
+)
+from ..ids import new_id
+from ..providers.base import ToolSchema
+from ..tools.base import ToolCall, ToolResult
+from ..usage import Usage
+from .runner import SessionTool, TurnRunner
+
+if TYPE_CHECKING:
+    from ..agents import MultiAgent
+    from ..sessions import Session
+
+__all__ = ["ThreadInfo", "ThreadManager", "thread_infos"]
+
+SPAWN_TOOL = "spawn_thread"
+WAIT_TOOL = "wait_thread"
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadInfo:
+    """A spawned thread as the event log tells it."""
+
+    id: str
+    parent_id: str | None
+    agent_id: str
+    agent_name: str
+    status: str
+    """running, idle (stopped for ``stop_reason``), or created."""
+    stop_reason: StopReason | None
+    usage: Usage
+
+
+@dataclass
+class _Thread:
+    id: str
+    agent: Agent
+    inline: bool
+    task: asyncio.Task[tuple[StopReason, str]] | None = None
+
+
+class ThreadManager:
+    """The threads of one coordinator turn."""
+
+    def __init__(self, session: Session, parent_id: str | None = None) -> None:
+        self.session = session
+        self.parent_id = parent_id
+        self._threads: dict[str, _Thread] = {}
+
+    # ------------------------------------------------------------------------------------------ tools
+
+    def tools(self, agent: Agent) -> list[SessionTool]:
+        """The spawn and wait tools, when the agent may spawn threads."""
+        settings = agent.multiagent
+        if settings is None or not settings.spawn_threads:
+            return []
+        spawn = SessionTool(_spawn_schema(self.session, settings), lambda call: self._spawn(call, agent))
+        wait = SessionTool(
+            ToolSchema(
+                name=WAIT_TOOL,
+                description="Wait until a thread you spawned stops, and get its final message.",
+                input_schema={
+                    "type": "object",
+                    "properties": {"thread_id": {"type": "string", "description": "The id spawn_thread returned."}},
+                    "required": ["thread_id"],
+                },
+            ),
+            self._wait,
+        )
+        return [spawn, wait]
+
+    async def _spawn(self, call: ToolCall, coordinator: Agent) -> ToolResult:
+        task = call.input.get("task")
+        if not isinstance(task, str) or not task.strip():
+            return ToolResult.error("spawn_thread needs a task: what the thread is to do", "INVALID_INPUT")
+        try:
+            agent, inline = self._thread_agent(call.input, coordinator)
+        except AgentCellError as exc:
+            return ToolResult.error(str(exc), "INVALID_INPUT")
+        session = self.session
+        thread = _Thread(new_id("sthr"), agent, inline)
+        session.emit(
+            session.make(
+                SessionThreadCreated,
+                thread_id=self.parent_id,
+                session_thread_id=thread.id,
+                agent_id=agent.id,
+                agent_version=None if inline else agent.version,
+                agent_name=agent.name,
+                model=agent.model.id,
+                tool_use_id=call.tool_use_id,
+            )
+        )
+        content = [TextBlock(text=task.strip())]
+        session.emit(
+            session.make(AgentThreadMessageSent, thread_id=self.parent_id, to_thread_id=thread.id, content=content)
+        )
+        session.emit(
+            session.make(
+                AgentThreadMessageReceived, thread_id=thread.id, from_thread_id=self.parent_id, content=content
+            )
+        )
+        thread.task = asyncio.get_running_loop().create_task(self._run(thread), name=f"agentcell-thread-{thread.id}")
+        self._threads[thread.id] = thread
+        return ToolResult.text(
+            json.dumps({"thread_id": thread.id, "agent": agent.name, "status": "running"})
+            + f"\nThe thread works on its own; call {WAIT_TOOL} with this thread_id to get its result."
+        )
+
+    def _thread_agent(self, data: dict[str, Any], coordinator: Agent) -> tuple[Agent, bool]:
+        """The agent a spawn asks for, and whether it is defined inline."""
+        settings = coordinator.multiagent
+        assert settings is not None  # the tools exist only then
+        named, inline = data.get("agent"), data.get("inline_agent")
+        if named is not None and inline is not None:
+            raise InvalidInputError("give either agent or inline_agent, not both")
+        allowed = {ref.id: ref for ref in settings.agents}
+        if inline is None and named is None:
+            if len(allowed) == 1 and not settings.inline_agents:
+                named = next(iter(allowed))
+            else:
+                raise InvalidInputError(_choices(settings, "name the agent to spawn"))
+        if named is not None:
+            ref = allowed.get(str(named))
+            if ref is None:
+                raise InvalidInputError(_choices(settings, f"{named!r} is not an agent you may spawn"))
+            return self.session.engine.agents.get(ref.id, ref.version), False
+        if not settings.inline_agents:
+            raise InvalidInputError(_choices(settings, "you may not define agents inline"))
+        if not isinstance(inline, dict):
+            raise InvalidInputError("inline_agent is an object: {name, system?, model?}")
+        now = utc_now()
+        agent = validated(
+            Agent,
+            {
+                "id": new_id("agent"),
+                "version": 1,
+                "name": inline.get("name"),
+                "model": inline.get("model") or coordinator.model,
+                "system": inline.get("system"),
+                "created_at": now,
+                "updated_at": now,
+            },
+            "inline agent",
+        )
+        self.session.resolve_model(agent.model)  # an unknown model is the coordinator's mistake, told now
+        return agent, True
+
+    async def _wait(self, call: ToolCall) -> ToolResult:
+        thread = self._threads.get(str(call.input.get("thread_id")))
+        if thread is None or thread.task is None:
+            known = ", ".join(self._threads) or "none"
+            return ToolResult.error(
+                f"no thread {call.input.get('thread_id')!r} was spawned in this turn; yours: {known}"
+            )
+        # Shielded: the coordinator being interrupted ends its threads through close(), not through here.
+        stop, final = await asyncio.shield(thread.task)
+        if isinstance(stop, EndTurn):
+            return ToolResult.text(final or "(the thread ended without a message)")
+        said = f" Its last message: {final}" if final else ""
+        return ToolResult.error(f"the thread {thread.id} stopped ({stop.type}) before it finished.{said}")
+
+    # ------------------------------------------------------------------------------------------ running
+
+    async def _run(self, thread: _Thread) -> tuple[StopReason, str]:
+        session = self.session
+        session.emit(session.make(SessionThreadStatusRunning, thread_id=thread.id))
+        stop: StopReason = EndTurn()
+        try:
+            stop = await TurnRunner(session, thread.id, agent=thread.agent).run()
+        except asyncio.CancelledError:
+            # The thread's task ends normally so that waiters read "interrupted" rather than being cancelled.
+            stop = Interrupted()
+        except Exception as exc:  # a bug must not leave the thread running forever
+            message = f"{type(exc).__name__}: {exc}"
+            error = ErrorInfo(type="unknown_error", message=message)
+            session.emit(session.make(SessionError, thread_id=thread.id, error=error))
+            stop = ErrorStop(message=message)
+        final = _last_message(session.events(types=("agent.message",)), thread.id)
+        usage = thread_usage(session.events(types=("span.model_request_end",)), thread.id)
+        session.emit(session.make(SessionThreadStatusIdle, thread_id=thread.id, stop_reason=stop, usage=usage))
+        if final:
+            reply = [TextBlock(text=final)]
+            session.emit(
+                session.make(AgentThreadMessageSent, thread_id=thread.id, to_thread_id=self.parent_id, content=reply)
+            )
+        return stop, final
+
+    def cancel(self, thread_id: str) -> bool:
+        """Interrupt one thread; False when no running thread has that id."""
+        thread = self._threads.get(thread_id)
+        if thread is None or thread.task is None or thread.task.done():
+            return False
+        thread.task.cancel()
+        return True
+
+    async def close(self) -> None:
+        """Interrupt the threads still running and wait until each has recorded that it stopped."""
+        tasks = [t.task for t in self._threads.values() if t.task is not None]
+        for task in tasks:
+            if not task.done():
+                task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _spawn_schema(session: Session, settings: MultiAgent) -> ToolSchema:
+    lines = [
+        "Start a thread: another agent works on a task at the same time as you, in its own conversation, and "
+        "sees only the task you give it. Returns the thread's id at once; call wait_thread to get its final "
+        "message. Spawn several threads before waiting to have them work in parallel."
+    ]
+    properties: dict[str, Any] = {"task": {"type": "string", "description": "What the thread is to do, in full."}}
+    if settings.agents:
+        lines.append("Agents you may spawn (give the id as agent):")
+        for ref in settings.agents:
+            agent = session.engine.agents.get(ref.id, ref.version)
+            about = f": {agent.description}" if agent.description else ""
+            lines.append(f"- {agent.id} ({agent.name}){about}")
+        properties["agent"] = {"type": "string", "enum": [ref.id for ref in settings.agents]}
+    if settings.inline_agents:
+        lines.append("You may also define the thread's agent inline with inline_agent.")
+        properties["inline_agent"] = {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "system": {"type": "string", "description": "Its system prompt."},
+                "model": {"type": "string", "description": "A model id; yours when omitted."},
+            },
+            "required": ["name"],
+        }
+    return ToolSchema(
+        name=SPAWN_TOOL,
+        description="\n".join(lines),
+        input_schema={"type": "object", "properties": properties, "required": ["task"]},
+    )
+
+
+def _choices(settings: MultiAgent, problem: str) -> str:
+    ids = ", ".join(ref.id for ref in settings.agents) or "none"
+    inline = "; or define one inline with inline_agent" if settings.inline_agents else ""
+    return f"{problem}: spawn one of the agents {ids}{inline}"
+
+
+def _last_message(events: list[Event], thread_id: str) -> str:
+    for event in reversed(events):
+        if isinstance(event, AgentMessage) and event.thread_id == thread_id:
+            return "".join(b.text for b in event.content if isinstance(b, TextBlock))
+    return ""
+
+
+def thread_usage(events: list[Event], thread_id: str | None) -> Usage:
+    """The sum of one thread's model requests."""
+    total = Usage()
+    for event in events:
+        if isinstance(event, SpanModelRequestEnd) and event.thread_id == thread_id:
+            total = total + event.model_usage
+    return total
+
+
+def thread_infos(events: list[Event]) -> list[ThreadInfo]:
+    """The session's spawned threads, in the order they were created, folded from its events."""
+    infos: dict[str, ThreadInfo] = {}
+    usage: dict[str, Usage] = {}
+    for event in events:
+        if isinstance(event, SessionThreadCreated):
+            infos[event.session_thread_id] = ThreadInfo(
+                event.session_thread_id, event.thread_id, event.agent_id, event.agent_name, "created", None, Usage()
+            )
+        elif event.thread_id in infos:
+            tid = event.thread_id
+            info = infos[tid]
+            if isinstance(event, SessionThreadStatusRunning):
+                infos[tid] = replace(info, status="running", stop_reason=None)
+            elif isinstance(event, SessionThreadStatusIdle):
+                infos[tid] = replace(info, status="idle", stop_reason=event.stop_reason)
+            elif isinstance(event, SpanModelRequestEnd):
+                usage[tid] = usage.get(tid, Usage()) + event.model_usage
+    return [replace(info, usage=usage.get(tid, Usage())) for tid, info in infos.items()]
