@@ -22,6 +22,8 @@ from .events import (
     ImageBlock,
     SessionError,
     SessionStatusIdle,
+    SessionThreadCreated,
+    SessionThreadStatusIdle,
     SessionUsageEvent,
     SpanModelRequestEnd,
     StreamItem,
@@ -64,8 +66,38 @@ class TurnView:
     stop_reason: str | None = None
     previewed: set[str] = field(default_factory=set)
     """Ids opened by a preview and not yet confirmed by their buffered event."""
+    threads: dict[str, TurnView] = field(default_factory=dict)
+    """Sub-agent threads of the turn, each its own fold, shown nested under the tool call that spawned it."""
+    thread_titles: dict[str, str] = field(default_factory=dict)
+    thread_of_tool: dict[str, str] = field(default_factory=dict)
+    """tool_use_id of a spawn call -> the thread it created."""
+    thread_status: dict[str, str] = field(default_factory=dict)
+    thread_id: str | None = None
+    """The thread this view folds (None: the primary thread); items of other threads nest."""
 
     def apply(self, item: StreamItem) -> None:
+        if not self._apply_thread(item):
+            self._apply_own(item)
+
+    def _apply_thread(self, item: StreamItem) -> bool:
+        """Fold a sub-agent thread's item into that thread's view; False for the coordinator's own items."""
+        thread_id = getattr(item, "thread_id", None)
+        if isinstance(item, SessionThreadCreated):
+            self.thread_titles[item.session_thread_id] = f"{item.agent_name} ({item.model})"
+            if item.tool_use_id is not None:
+                self.thread_of_tool[item.tool_use_id] = item.session_thread_id
+            self.threads.setdefault(item.session_thread_id, TurnView(thread_id=item.session_thread_id))
+            return True
+        if thread_id == self.thread_id:
+            return False
+        if isinstance(item, SessionThreadStatusIdle):
+            self.thread_status[thread_id] = item.stop_reason.type
+        self.threads.setdefault(thread_id, TurnView(thread_id=thread_id)).apply(item)
+        if isinstance(item, SpanModelRequestEnd):  # the turn pays for its threads too
+            self.turn_usage = self.turn_usage + item.model_usage
+        return True
+
+    def _apply_own(self, item: StreamItem) -> None:
         match item:
             case UserMessage():
                 self.prompt = "".join(b.text for b in item.content if isinstance(b, TextBlock))
@@ -158,12 +190,25 @@ class TurnView:
                 out.append("> 💭 _thinking…_" if thought is None else _quote(f"💭 {_clip(thought)}"))
             else:
                 out.append(self._tool_markdown(self.tools[key]))
+                thread = self.thread_of_tool.get(key)
+                if thread is not None:
+                    out.append(self._thread_markdown(thread))
+        for thread in self.threads:
+            if thread not in self.thread_of_tool.values():
+                out.append(self._thread_markdown(thread))
         for error in self.errors:
             out.append(f"> ⚠️ {error}")
         if final:
             stop = f"stop: {self.stop_reason}" if self.stop_reason else ""
             out.append(f"<sub>{self.usage_line()}{' · ' + stop if stop else ''}</sub>")
         return "\n\n".join(out) if out else "_…_"
+
+    def _thread_markdown(self, thread: str) -> str:
+        """A collapsible section: GitHub, nbviewer and JupyterLab render <details> in Markdown."""
+        title = self.thread_titles.get(thread, thread)
+        status = self.thread_status.get(thread, "running")
+        body = self.threads[thread].to_markdown()
+        return f"<details><summary>🧵 thread {title} — {status}</summary>\n\n{body}\n\n</details>"
 
     @staticmethod
     def _tool_markdown(card: ToolCard) -> str:

@@ -61,3 +61,30 @@ def test_usage_line_sums_the_turn_and_shows_the_budget() -> None:
     line = view.usage_line()
     assert "in 2,000" in line and "turn $0.0064" in line and "session $0.25" in line
     assert "budget $1 ($0.75 left)" in line
+
+
+def test_a_sub_agent_thread_is_nested_under_the_call_that_spawned_it() -> None:
+    view = TurnView()
+    view.apply(ev.AgentToolUse(**env("spawn"), call_id="c", name="spawn_thread", input={"task": "count"}))
+    view.apply(
+        ev.SessionThreadCreated(
+            **env("tc"),
+            session_thread_id="thr_1",
+            agent_id="a",
+            agent_name="counter",
+            model="scripted",
+            tool_use_id="spawn",
+        )
+    )
+    inner = {**env("m"), "thread_id": "thr_1"}
+    view.apply(ev.AgentMessage(**inner, content=[ev.TextBlock(text="I counted 3.")]))
+    cost = Usage(output_tokens=5, list_cost=Decimal("0.001"))
+    view.apply(
+        ev.SpanModelRequestEnd(**{**env("s"), "thread_id": "thr_1"}, model_request_start_id="x", model_usage=cost)
+    )
+    view.apply(ev.SessionThreadStatusIdle(**{**env("i"), "thread_id": "thr_1"}, stop_reason=ev.EndTurn()))
+    assert view.text == ""  # the thread's words are not the coordinator's
+    markdown = view.to_markdown()
+    assert markdown.index("spawn_thread") < markdown.index("<details><summary>🧵 thread counter (scripted) — end_turn")
+    assert "I counted 3." in markdown
+    assert view.turn_usage.list_cost == Decimal("0.001")  # the turn pays for its threads

@@ -127,6 +127,31 @@ def test_stop_interrupts_the_turn(driver_for: Callable[[str], TurnDriver], tmp_p
     assert reply["content"]["status"] == "ok"  # the user stopped it: not an error
 
 
+def test_the_steer_box_reaches_the_model_without_stopping_the_turn(
+    driver_for: Callable[[str], TurnDriver], tmp_path: Path
+) -> None:
+    slow = {"kind": "text", "text": "thinking it over " * 40, "chunk_size": 4, "delay": 0.01}
+    model = write_script(
+        tmp_path / "s.json",
+        [{"steps": [slow]}, {"steps": [{"kind": "text", "text": "Using the median, as you asked."}]}],
+    )
+    d = driver_for(model)
+    d.open_subshell()
+    d.execute("Summarise the data.")
+    d.until(lambda m: d.comm_id is not None)
+    d.send({"type": "hello", "from": 1})
+    d.until_item("event_delta")
+    d.send({"type": "steer", "text": "use the median"})
+    idle = d.until_item("session.status_idle", 30)
+    assert idle["stop_reason"]["type"] == "end_turn"  # guidance, not an interrupt
+    d.until_idle()
+    prompts = [i["content"][0]["text"] for i in d.final_state if i["type"] == "user.message"]
+    assert prompts[-1] == "use the median"  # delivered as the next request's user turn
+    messages = [i for i in d.final_state if i["type"] == "agent.message"]
+    assert not any(m.get("interrupted") for m in messages)
+    assert messages[-1]["content"][0]["text"] == "Using the median, as you asked."  # one more request
+
+
 def test_a_view_that_missed_batches_gets_the_log_again(driver_for: Callable[[str], TurnDriver], tmp_path: Path) -> None:
     text = "".join(f"w{i} " for i in range(600))
     model = write_script(

@@ -66,8 +66,24 @@ def render_markdown(text: str) -> str:
 
 
 def fallback_html(view: TurnView, *, footer: str) -> str:
-    """The turn as one ``<div class="agentcell-fallback">``: messages, thinking, tool cards, errors, cost."""
-    out = [f'<div class="{FALLBACK_CLASS}">']
+    """The turn as one ``<div class="agentcell-fallback">``: messages, thinking, tool cards (with the
+    sub-agent threads they spawned, collapsible), errors, cost."""
+    out = [f'<div class="{FALLBACK_CLASS}">', *_blocks_html(view)]
+    out.extend(f"<p>⚠️ {escape(error)}</p>" for error in view.errors)
+    out.append(f"<p><small>{escape(footer)}</small></p>")
+    out.append("</div>")
+    return "\n".join(out)
+
+
+def _thread_html(view: TurnView, thread: str) -> str:
+    title = escape(view.thread_titles.get(thread, thread))
+    status = escape(view.thread_status.get(thread, "running"))
+    body = "\n".join(_blocks_html(view.threads[thread]))
+    return f"<details><summary>🧵 thread {title} — {status}</summary>{body}</details>"
+
+
+def _blocks_html(view: TurnView) -> list[str]:
+    out: list[str] = []
     for kind, key in view.blocks:
         if kind == "message":
             text = view.texts.get(key, "")
@@ -81,10 +97,10 @@ def fallback_html(view: TurnView, *, footer: str) -> str:
             out.append(f"<details><summary>💭 Thinking</summary>{body}</details>")
         else:
             out.append(_tool_html(view.tools[key]))
-    out.extend(f"<p>⚠️ {escape(error)}</p>" for error in view.errors)
-    out.append(f"<p><small>{escape(footer)}</small></p>")
-    out.append("</div>")
-    return "\n".join(out)
+            if (thread := view.thread_of_tool.get(key)) is not None:
+                out.append(_thread_html(view, thread))
+    out.extend(_thread_html(view, t) for t in view.threads if t not in view.thread_of_tool.values())
+    return out
 
 
 def _tool_html(card: ToolCard) -> str:

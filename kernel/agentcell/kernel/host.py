@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 from traitlets import Enum, Float, Unicode, observe
 from traitlets.config import Configurable
 
-from ..errors import ConfigurationError, UserError
+from ..errors import UserError
 from .render import MarkdownRenderer, RendererFactory, TurnRenderer
 
 if TYPE_CHECKING:
@@ -74,18 +74,10 @@ class AgentCell(Configurable):  # type: ignore[misc]  # traitlets is untyped
 
 
 def default_model(explicit: str = "") -> str:
-    """explicit > $AGENTCELL_MODEL > the providers' own choice (keys present, local model installed)."""
-    if explicit:
-        return explicit
-    if env := os.environ.get("AGENTCELL_MODEL"):
-        return env
-    try:
-        from ..providers.defaults import default_model as providers_default
-    except ImportError:  # pragma: no cover - the HTTP providers are part of the package
-        raise ConfigurationError(
-            "no model configured: use `%model NAME` or set AGENTCELL_MODEL (e.g. AGENTCELL_MODEL=scripted)"
-        ) from None
-    return providers_default()
+    """explicit (``%model``, ``AgentCell.model``) > $AGENTCELL_MODEL > a key that is set > the local model."""
+    from ..providers.defaults import default_model as providers_default
+
+    return providers_default(explicit or None)
 
 
 _wakeup_sockets: dict[int, tuple[socket.socket, socket.socket]] = {}

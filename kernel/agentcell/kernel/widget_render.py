@@ -244,6 +244,14 @@ class WidgetRenderer:
             self._answer(content)
         elif kind == "stop":
             self._session.interrupt()
+        elif kind == "steer":
+            from ..errors import InvalidInputError
+
+            text = content.get("text")
+            # The turn may have ended between the click and now: then there is nothing to steer.
+            with contextlib.suppress(InvalidInputError):
+                if isinstance(text, str) and text.strip():
+                    self._session.steer(text.strip())
 
     def _answer(self, content: dict[str, Any]) -> None:
         from ..errors import InvalidInputError

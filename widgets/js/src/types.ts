@@ -61,7 +61,8 @@ export interface ItemsMessage {
 export type OutgoingMessage =
   | { type: "hello"; from: number }
   | { type: "approval"; tool_use_id: string; result: "allow" | "deny"; remember: "once" | "always"; message?: string }
-  | { type: "stop" };
+  | { type: "stop" }
+  | { type: "steer"; text: string };
 
 export function isContentBlock(value: unknown): value is ContentBlock {
   if (typeof value !== "object" || value === null) return false;

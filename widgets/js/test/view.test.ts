@@ -167,6 +167,19 @@ describe("turn view", () => {
     expect(paint([context(), running(), { type: "widget.live", approvals: true }, idle()]).querySelector(".ac-stop")).toBeNull();
   });
 
+  it("has a steer box while a live turn runs, sending the guidance as a custom message", () => {
+    const sent: OutgoingMessage[] = [];
+    const root = paint([context(), running(), { type: "widget.live", approvals: true }], sent);
+    const input = q(root, ".ac-steer-input") as HTMLInputElement;
+    input.value = "  use the median instead  ";
+    (q(root, ".ac-steer-form") as HTMLFormElement).requestSubmit();
+    expect(sent).toEqual([{ type: "steer", text: "use the median instead" }]);
+    expect(input.value).toBe("");
+    (q(root, ".ac-steer-form") as HTMLFormElement).requestSubmit(); // empty: nothing sent
+    expect(sent.length).toBe(1);
+    expect(paint([context(), running(), { type: "widget.live", approvals: true }, idle()]).querySelector(".ac-steer-form")).toBeNull();
+  });
+
   it("shows the header: model, agent and version, preset, status and stop reason", () => {
     const root = paint([context(), { type: "span.model_request_start", id: "s", model: "claude-x" }, idle("max_turns")]);
     expect(q(root, ".ac-model").textContent).toBe("claude-x");
@@ -225,8 +238,11 @@ describe("turn view", () => {
       start("t", "agent.thinking"),
       message("m", "```py\nx\n```"),
     ]);
-    for (const button of root.querySelectorAll("button")) expect(button.getAttribute("type")).toBe("button");
-    expect(root.querySelectorAll("button").length).toBe(6); // stop, 3 answers, copy (tool input, message code)
+    for (const button of root.querySelectorAll("button")) {
+      // Plain buttons everywhere; only the steer box submits its own form (Enter sends the guidance).
+      expect(button.type).toBe(button.closest("form.ac-steer-form") ? "submit" : "button");
+    }
+    expect(root.querySelectorAll("button").length).toBe(7); // stop, steer, 3 answers, copy (tool input, message code)
     expect(q(root, ".ac-turn-status").getAttribute("aria-live")).toBe("polite");
     expect(root.querySelector("details.ac-thinking summary")).not.toBeNull();
   });

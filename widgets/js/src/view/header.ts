@@ -1,4 +1,5 @@
-/** The header: model, agent name and version, permission preset, the turn's status, and Stop. */
+/** The header: model, agent name and version, permission preset, the turn's status, Stop, and a steer box
+ * (guidance the model gets at its next request, without stopping the turn). */
 
 import type { TurnState } from "../state";
 import { h, replaceChildren } from "./dom";
@@ -30,6 +31,7 @@ export class Header {
         this.update(state);
       });
     }
+    const steer = live ? this.steerBox() : null;
     replaceChildren(this.el, 
       h("span", { class: "ac-model", title: "model" }, state.model || ctx?.model || "model"),
       ctx ? h("span", { class: "ac-agent", title: "agent" }, `${ctx.agent_name} v${ctx.agent_version}`) : null,
@@ -41,6 +43,26 @@ export class Header {
         state.stopDetail ? `: ${state.stopDetail}` : "",
       ),
       stop,
+      steer,
     );
+  }
+
+  private steerBox(): HTMLElement {
+    const input = h("input", {
+      type: "text",
+      class: "ac-steer-input",
+      placeholder: "Steer: guidance for the next step…",
+      "aria-label": "Steer this turn",
+    }) as HTMLInputElement;
+    const button = h("button", { type: "submit", class: "ac-button ac-steer" }, "Steer");
+    const form = h("form", { class: "ac-steer-form" }, input, button);
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      const text = input.value.trim();
+      if (!text) return;
+      this.send({ type: "steer", text });
+      input.value = "";
+    });
+    return form;
   }
 }
