@@ -88,7 +88,7 @@ class TurnView:
                 self.thread_of_tool[item.tool_use_id] = item.session_thread_id
             self.threads.setdefault(item.session_thread_id, TurnView(thread_id=item.session_thread_id))
             return True
-        if thread_id == self.thread_id:
+        if thread_id == self.thread_id or not isinstance(thread_id, str):
             return False
         if isinstance(item, SessionThreadStatusIdle):
             self.thread_status[thread_id] = item.stop_reason.type
