@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         ProviderError,
         ProviderProtocolError,
         ProviderStatusError,
+        ResourceMountError,
         SessionBusyError,
         SessionNotFoundError,
         SessionTerminatedError,
@@ -56,7 +57,6 @@ if TYPE_CHECKING:
         ScriptedToolCall,
     )
     from .resources import FileResource, GitRepository, MemoryStoreResource
-    from .resources_mount import ResourceMountError
     from .sessions import CustomToolResult, Session, SessionStats, TurnResult
     from .store import SQLiteStore, Store
     from .tools.approvals import ApprovalBroker
@@ -144,7 +144,7 @@ _LAZY: dict[str, str] = {
     "UploadedFile": ".files",
     "MemoryNote": ".memory",
     "MemoryStore": ".memory",
-    "ResourceMountError": ".resources_mount",
+    "ResourceMountError": ".errors",
 }
 
 

@@ -11,6 +11,7 @@ Every error agentcell raises derives from :class:`AgentCellError`::
     │   │   └── SessionNotFoundError
     │   ├── SessionBusyError          a turn is already running in that session
     │   ├── SessionTerminatedError    the session was terminated and takes no more input
+    │   ├── ResourceMountError        a session resource could not be mounted (clone, upload, path)
     │   ├── ToolRegistrationError     a tool, restriction or guard cannot be registered as asked
     │   └── ConfigurationError        no usable model/provider for the requested name
     ├── StoreError                    the event store cannot be used
@@ -19,7 +20,8 @@ Every error agentcell raises derives from :class:`AgentCellError`::
         ├── ProviderAuthError         401/403: the credential named in the message is missing or wrong
         ├── ProviderStatusError       any other HTTP error status, with the API's own message
         ├── ProviderConnectionError   the connection failed or was cut
-        └── ProviderProtocolError     the stream could not be understood (malformed data, bad order)
+        ├── ProviderProtocolError     the stream could not be understood (malformed data, bad order)
+        └── ReplayMissError           (agentcell.providers.replay) a request is not in the notebook's recording
 
 User mistakes never lose recorded data: errors are raised before anything is appended.
 """
@@ -38,6 +40,7 @@ __all__ = [
     "ProviderError",
     "ProviderProtocolError",
     "ProviderStatusError",
+    "ResourceMountError",
     "SessionBusyError",
     "SessionNotFoundError",
     "SessionTerminatedError",
@@ -94,6 +97,10 @@ class SessionTerminatedError(UserError):
 
 class ToolRegistrationError(UserError):
     """A tool, restriction or guard cannot be registered: a bad, reserved or taken name, an empty filter."""
+
+
+class ResourceMountError(UserError):
+    """A resource could not be mounted (a clone failed, an upload is missing, a path is taken)."""
 
 
 class ConfigurationError(UserError):

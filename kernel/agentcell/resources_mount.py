@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-from .errors import NotFoundError, UserError
+from .errors import NotFoundError, ResourceMountError
 from .resources import FileResource, GitRepository, MemoryStoreResource, Resource
 
 if TYPE_CHECKING:
@@ -36,10 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["Mounted", "ResourceMountError", "mount_path", "mount_resources", "system_prompt", "workspace_of"]
 
 GIT_TIMEOUT = 600.0
-
-
-class ResourceMountError(UserError):
-    """A resource could not be mounted (a clone failed, an upload is missing, a path is taken)."""
 
 
 @dataclass(frozen=True, slots=True)
