@@ -67,8 +67,7 @@ def test_allow_and_deny_reach_the_kernel_from_a_subshell(
     for marker, answer in ((allowed, "allow"), (denied, "deny")):
         d.execute(f"Touch {marker.name}.")
         d.until(lambda m: d.comm_id is not None)
-        d.send({"type": "hello", "from": 1})
-        assert d.until_item("widget.live")["approvals"] is True
+        assert d.announce()["approvals"] is True
         request = d.until_item("widget.approval_request")
         assert "bash" in request["reason"] or request["reason"]
         d.send(

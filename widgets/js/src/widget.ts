@@ -41,6 +41,8 @@ function storeFor(model: AnyModel<TurnModel>): TurnStore {
   return store;
 }
 
+const HELLO_RETRY_MS = 2000;
+
 function send(model: AnyModel<TurnModel>, message: OutgoingMessage): void {
   model.send(message);
 }
@@ -68,10 +70,20 @@ function render({ model, el }: RenderProps<TurnModel>): () => void {
   };
   const unsubscribe = store.subscribe(schedule);
   view.paint(store.state);
-  if (!store.final) send(model, { type: "hello", from: store.received });
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  const announce = (tries: number): void => {
+    send(model, { type: "hello", from: store.received });
+    // A hello can be lost on its way in (seen on ipykernel 7.3 with comms over subshells); the kernel takes
+    // a repeat as a resync, so say it again until the turn goes live or ends.
+    retry = setTimeout(() => {
+      if (!store.final && !store.state.live && tries > 1) announce(tries - 1);
+    }, HELLO_RETRY_MS);
+  };
+  if (!store.final) announce(3);
   return () => {
     unsubscribe();
     if (frame) cancelAnimationFrame(frame);
+    if (retry) clearTimeout(retry);
   };
 }
 
