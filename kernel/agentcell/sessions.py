@@ -399,8 +399,7 @@ class Session:
         if self.status == "terminated":
             raise SessionTerminatedError(f"session {self.id} was terminated; create a new session")
         if tool_choice not in (None, "auto", "any", "none"):
-            runner = TurnRunner(self, tools=self._engine_tools(ThreadManager(self)))
-            offered = [t.name for t in runner.offered_tools(self.agent)]
+            offered = self.offered_tool_names()
             if tool_choice not in offered:
                 raise InvalidInputError(
                     f"tool_choice {tool_choice!r} is not a tool this agent has; it has: {', '.join(offered) or 'none'}"
@@ -506,6 +505,12 @@ class Session:
         if isinstance(first, UserCustomToolResult) and (paused := OutcomeLoop.active(self)) is not None:
             return await paused.run(runner, resumed=True)
         return await runner().run()
+
+    def offered_tool_names(self) -> list[str]:
+        """The tools the model is offered at the next turn: the host's, the agent's custom tools, and the
+        engine's own (spawning threads, the advisor, memory)."""
+        runner = TurnRunner(self, tools=self._engine_tools(ThreadManager(self)))
+        return [t.name for t in runner.offered_tools(self.agent)]
 
     def _engine_tools(self, threads: ThreadManager) -> list[SessionTool]:
         """The engine's own tools for the primary thread: spawning threads and consulting the advisor."""

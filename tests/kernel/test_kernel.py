@@ -219,3 +219,16 @@ def test_kernel_info_and_is_complete(kernel_env: dict[str, str]) -> None:
         assert info["language_info"]["name"] == "markdown"
         kc.is_complete("What is the mean of data?")
         assert kc.get_shell_msg(timeout=10)["content"]["status"] == "complete"
+
+
+def test_tools_force_accepts_the_tools_the_session_adds(kernel_env: dict[str, str]) -> None:
+    with running_kernel(kernel_env) as (_, kc):
+        refused = execute(kc, "%tools force spawn_thread")
+        assert refused.status == "error" and "unknown tool spawn_thread" in refused.stderr
+        assert (
+            execute(
+                kc, "%%python\n__agentcell__.update_agent(multiagent={'spawn_threads': True, 'inline_agents': True})"
+            ).status
+            == "ok"
+        )
+        assert "the next turn starts by calling spawn_thread" in execute(kc, "%tools force spawn_thread").stdout

@@ -54,9 +54,19 @@ def model_responses(events: Iterable[BaseModel | Mapping[str, Any]]) -> list[dic
     """Per model request of a turn: the blocks it produced, its usage and list cost, its stop reason."""
     responses: list[dict[str, Any]] = []
     blocks: list[Any] = []
+    grading = False
     for item in map(_as_dict, events):
         kind = item["type"]
-        if kind == "agent.message":
+        if kind == "span.outcome_evaluation_start":
+            grading = True
+        elif kind == "span.outcome_evaluation_end":
+            # The grader's forced submit_verdict call is not an agent.tool_use: its verdict is this span's.
+            # On the last cycle a needs_revision verdict reads max_iterations_reached.
+            verdict = "needs_revision" if item["result"] == "max_iterations_reached" else item["result"]
+            if grading and responses:
+                responses[-1]["blocks"] = [["verdict", verdict]]
+            grading = False
+        elif kind == "agent.message":
             blocks.append(["text", "".join(b.get("text", "") for b in item["content"])])
         elif kind == "agent.thinking":
             blocks.append(["thinking", item["thinking"]])
@@ -76,7 +86,10 @@ def recorded_response(entry: Entry) -> dict[str, Any]:
         accumulator.add(event)
     response = accumulator.finish()
     blocks: list[Any] = []
-    for part in response.content:
+    calls = [p for p in response.content if p.type == "tool_call"]
+    if len(calls) == 1 and calls[0].name == "submit_verdict":  # a grader's request (see model_responses)
+        blocks.append(["verdict", calls[0].input.get("result")])
+    for part in response.content if not blocks else ():
         if part.type == "text":
             blocks.append(["text", part.text])
         elif part.type == "thinking":

@@ -93,6 +93,17 @@ def test_call_ids_minted_by_a_provider_do_not_matter() -> None:
     assert fingerprint(request(call_id="call_9f8e7d")) == GOLDEN
 
 
+def test_thread_ids_minted_by_the_engine_are_numbered_by_first_appearance() -> None:
+    from agentcell.ids import new_id
+
+    def spawned(*ids: str) -> str:
+        return fingerprint(request(result=" then ".join(f"started {i}" for i in ids)))
+
+    first, second = new_id("sthr"), new_id("sthr")
+    assert spawned(first, second) == spawned(new_id("sthr"), new_id("sthr"))  # new ids each run: same
+    assert spawned(first, first) != spawned(first, second)  # but which thread is which still counts
+
+
 def test_the_notebooks_folder_does_not_matter() -> None:
     elsewhere = request(folder="/work/main/notebooks")
     assert fingerprint(elsewhere, folder="/work/main/notebooks") == GOLDEN

@@ -147,7 +147,7 @@ class AgentCellMagics(Magics):  # type: ignore[misc]  # IPython is untyped
                 return
             action, names = args[0], args[1:]
             if action == "force" and len(names) == 1:
-                offered = [*available, *(t.name for t in agent.custom_tools)]
+                offered = session.offered_tool_names()
                 if names[0] not in offered:
                     raise UsageError(f"%tools: unknown tool {names[0]}; available: {', '.join(offered)}")
                 self.host.next_tool_choice = names[0]

@@ -91,18 +91,28 @@ class RequestDigest:
         )
 
 
+_THREAD_ID = re.compile(r"\bsthr_[0-9A-HJKMNP-TV-Z]{26}\b")
+
+
 class _Normaliser:
     def __init__(self, directories: Sequence[str]) -> None:
         # Longest first, so /a/b/c is replaced before its parent /a/b.
         self._directories = sorted({d.rstrip("/") for d in directories if d.rstrip("/")}, key=len, reverse=True)
         self._call_ids: dict[str, str] = {}
+        self._thread_ids: dict[str, str] = {}
 
     def call_id(self, value: str) -> str:
         return self._call_ids.setdefault(value, f"call-{len(self._call_ids) + 1}")
 
+    def _thread_id(self, match: re.Match[str]) -> str:
+        return self._thread_ids.setdefault(match.group(0), f"thread-{len(self._thread_ids) + 1}")
+
     def text(self, value: str) -> str:
         for directory in self._directories:
             value = value.replace(directory, DIR_PLACEHOLDER)
+        # Thread ids are new on every run and reach the model in tool results (spawn_thread's answer):
+        # number them by first appearance, as call ids are.
+        value = _THREAD_ID.sub(self._thread_id, value)
         stripped = value.strip()
         if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
             try:
