@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -33,6 +34,20 @@ def db_path(tmp_path: Path) -> Path:
 def engine(db_path: Path) -> Iterator[Engine]:
     with Engine(db_path) as engine:
         yield engine
+
+
+@pytest.fixture
+def kernel_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a real kernel under test: its own database, the scripted model, a notebook path,
+    and no provider keys of the developer's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+    env.update(
+        AGENTCELL_DB=str(tmp_path / "kernel.db"),
+        AGENTCELL_MODEL="scripted",
+        JPY_SESSION_NAME=str(tmp_path / "notebook.ipynb"),
+        PYTHONUNBUFFERED="1",
+    )
+    return env
 
 
 def scripted_engine(

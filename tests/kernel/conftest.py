@@ -4,7 +4,6 @@ executes a cell and collects everything it published."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager, start_new_kernel
 
@@ -73,18 +71,6 @@ def running_kernel(
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
-
-
-@pytest.fixture
-def kernel_env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
-    env.update(
-        AGENTCELL_DB=str(tmp_path / "kernel.db"),
-        AGENTCELL_MODEL="scripted",
-        JPY_SESSION_NAME=str(tmp_path / "notebook.ipynb"),
-        PYTHONUNBUFFERED="1",
-    )
-    return env
 
 
 def write_script(path: Path, responses: list[dict[str, Any]]) -> str:

@@ -5,7 +5,6 @@ a subshell as JupyterLab does with comms over subshells."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -136,18 +135,6 @@ def write_script(path: Path, responses: list[dict[str, Any]], pricing: dict[str,
     data: Any = {"responses": responses, "pricing": pricing} if pricing else responses
     path.write_text(json.dumps(data))
     return f"scripted:{path}"
-
-
-@pytest.fixture
-def kernel_env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
-    env.update(
-        AGENTCELL_DB=str(tmp_path / "kernel.db"),
-        AGENTCELL_MODEL="scripted",
-        JPY_SESSION_NAME=str(tmp_path / "notebook.ipynb"),
-        PYTHONUNBUFFERED="1",
-    )
-    return env
 
 
 @pytest.fixture

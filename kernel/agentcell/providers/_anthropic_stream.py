@@ -15,13 +15,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from httpx_sse import ServerSentEvent
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import from_json
 
 from ..errors import ProviderConnectionError, ProviderError, ProviderProtocolError, ProviderStatusError
 from ..usage import CacheCreation, ServerToolUse, Usage
-from ._http import RETRYABLE_ERROR_TYPES
+from ._http import RETRYABLE_ERROR_TYPES, EventParser
 from .base import (
     BlockStart,
     BlockStop,
@@ -132,7 +131,7 @@ def stream_error(payload: Any, provider: str = "anthropic") -> ProviderError:
     )
 
 
-class AnthropicStreamParser:
+class AnthropicStreamParser(EventParser):
     """One response's parser. Feed it each server-sent event; it returns the stream events that follow."""
 
     def __init__(self, provider: str = "anthropic") -> None:
@@ -146,19 +145,6 @@ class AnthropicStreamParser:
         self._done = False
         self._stop_reason: str | None = None
         self._stop_details: dict[str, Any] | None = None
-
-    def feed(self, sse: ServerSentEvent) -> list[StreamEvent]:
-        if self._failure is not None:
-            raise self._failure
-        out: list[StreamEvent] = []
-        try:
-            self._feed(sse.event, sse.data, out)
-        except ProviderError as exc:
-            if not out:
-                raise
-            # Hand over what came before the failure first; the next call raises it.
-            self._failure = exc
-        return out
 
     def _feed(self, name: str, data: str, out: list[StreamEvent]) -> None:
         if self._done:

@@ -167,6 +167,28 @@ def scrub(text: str, secrets: Sequence[str | None]) -> str:
     return _KEYLIKE.sub("[redacted]", text)
 
 
+class EventParser:
+    """The feeding both parsers share: a failure after some events of a server-sent event were produced is
+    held and raised on the next call, so the events before it are handed over first."""
+
+    _failure: ProviderError | None = None
+
+    def feed(self, sse: ServerSentEvent) -> list[StreamEvent]:
+        if self._failure is not None:
+            raise self._failure
+        out: list[StreamEvent] = []
+        try:
+            self._feed(sse.event, sse.data, out)
+        except ProviderError as exc:
+            if not out:
+                raise
+            self._failure = exc
+        return out
+
+    def _feed(self, name: str, data: str, out: list[StreamEvent]) -> None:
+        raise NotImplementedError
+
+
 class StreamParser(Protocol):
     """Turns the server-sent events of one response into stream events (one parser per attempt)."""
 

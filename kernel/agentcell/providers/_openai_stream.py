@@ -18,13 +18,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from httpx_sse import ServerSentEvent
 from pydantic import ValidationError
 from pydantic_core import from_json
 
 from ..errors import ProviderConnectionError, ProviderError, ProviderProtocolError, ProviderStatusError
 from ..usage import Usage
-from ._http import RETRYABLE_ERROR_TYPES, error_fields
+from ._http import RETRYABLE_ERROR_TYPES, EventParser, error_fields
 from .base import (
     BlockStart,
     BlockStop,
@@ -77,7 +76,7 @@ def map_usage(raw: object) -> Usage:
     return Usage(input_tokens=prompt - cached, output_tokens=completion, cache_read_input_tokens=cached)
 
 
-class OpenAIStreamParser:
+class OpenAIStreamParser(EventParser):
     def __init__(self, provider: str = "openai", display: str = "OpenAI", *, input_estimate: int = 0) -> None:
         self._provider = provider
         self._display = display
@@ -96,19 +95,6 @@ class OpenAIStreamParser:
         self._refusal = ""
         self._started = False
         self._done = False
-
-    def feed(self, sse: ServerSentEvent) -> list[StreamEvent]:
-        if self._failure is not None:
-            raise self._failure
-        out: list[StreamEvent] = []
-        try:
-            self._feed(sse.event, sse.data, out)
-        except ProviderError as exc:
-            if not out:
-                raise
-            # Hand over what came before the failure first; the next call raises it.
-            self._failure = exc
-        return out
 
     def _feed(self, name: str, data: str, out: list[StreamEvent]) -> None:
         if self._done:
