@@ -132,13 +132,14 @@ def test_interrupt_mid_stream_and_mid_tool(kernel_env: dict[str, str], tmp_path:
         ],
     )  # fmt: skip
     with running_kernel(kernel_env) as (km, kc):
-        for prompt in ("stream forever", "run something slow"):
+        execute(kc, "%config AgentCell.renderer = 'markdown'")  # its display updates say what is under way
+        for prompt, under_way in (("stream forever", "x x x"), ("run something slow", "python** — running")):
             msg_id = kc.execute(prompt)
-            while True:  # wait until the turn is visibly under way
+            while True:  # wait until the stream, or the tool, is visibly under way
                 msg = kc.get_iopub_msg(timeout=20)
-                if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "display_data":
+                shown = msg["content"].get("data", {}).get("text/markdown", "")
+                if msg["parent_header"].get("msg_id") == msg_id and under_way in shown:
                     break
-            time.sleep(0.3)
             interrupted = time.monotonic()
             km.interrupt_kernel()
             reply = kc.get_shell_msg(timeout=10)

@@ -310,10 +310,11 @@ def test_interrupt_from_another_thread(db_path: Path) -> None:
     engine, _ = scripted_engine(db_path, [ScriptedResponse(steps=[ScriptedDelay(seconds=30)])])
     session = engine.sessions.create(agent=engine.agents.create(name="a", model="scripted").id)
 
+    requested = threading.Event()
+    session.subscribe(lambda item: requested.set() if item.type == "span.model_request_start" else None)
+
     def stop_soon() -> None:
-        while session.status != "running":
-            time.sleep(0.01)
-        time.sleep(0.05)
+        assert requested.wait(10)  # the request is under way in the engine's own loop
         session.interrupt()
 
     stopper = threading.Thread(target=stop_soon)
