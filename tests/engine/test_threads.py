@@ -273,3 +273,25 @@ def test_session_stats_count_thread_time_with_overlaps_once(db_path: Path, works
         session.emit(kind(id=new_id("sevt"), created_at=when, session_id=session.id, thread_id=thread, **extra))
     assert session.stats.active_seconds == pytest.approx(7.0)
     engine.close()
+
+
+async def test_wait_thread_without_an_id_waits_for_the_latest_thread(db_path: Path, workspace: Path) -> None:
+    # A recorded script (or a small model) cannot know a new run's thread id: it waits for the last one.
+    # It also names no agent: with inline agents allowed and no saved ones, a plain helper is spawned.
+    def script(request: ModelRequest) -> ScriptedResponse:
+        if request.system != "lead":
+            return ScriptedResponse(steps=[ScriptedText(text="three")])
+        results = _results(request)
+        if not results:
+            return ScriptedResponse(steps=[ScriptedToolCall(name="spawn_thread", input={"task": "count"})])
+        if "thread_id" in results[0]:  # spawn_thread answered: wait, naming no thread
+            return ScriptedResponse(steps=[ScriptedToolCall(name="wait_thread", input={})])
+        return ScriptedResponse(steps=[ScriptedText(text=f"the thread said {results[-1]}")])
+
+    engine, _, _ = engine_over(db_path, workspace, script)
+    lead = engine.agents.create(name="lead", model="scripted", system="lead", multiagent={"inline_agents": True})
+    result = await engine.sessions.create(agent=lead.id).ask("delegate")
+    assert result.text == "the thread said three"
+    created = next(e for e in result.events if isinstance(e, ev.SessionThreadCreated))
+    assert created.agent_name == "helper"
+    await engine.aclose()

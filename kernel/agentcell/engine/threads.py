@@ -4,7 +4,8 @@ An agent whose ``multiagent`` settings allow it gets two engine tools in the ses
 
 - ``spawn_thread {task, agent? | inline_agent?}`` starts a thread on one of its predefined (saved) agents,
   or on an agent it defines inline when it may, and returns the thread's id at once;
-- ``wait_thread {thread_id}`` waits for the thread to stop and returns its final message as the result.
+- ``wait_thread {thread_id?}`` waits for the thread (the latest one when no id is given) to stop and
+  returns its final message as the result.
 
 A thread is a :class:`~agentcell.engine.runner.TurnRunner` with its own ``thread_id``: every event it makes
 carries that id, its history is its own (it opens with ``agent.thread_message_received`` holding the task),
@@ -101,11 +102,13 @@ class ThreadManager:
         wait = SessionTool(
             ToolSchema(
                 name=WAIT_TOOL,
-                description="Wait until a thread you spawned stops, and get its final message.",
+                description=(
+                    "Wait until a thread you spawned stops, and get its final message "
+                    "(the thread spawned last, unless thread_id names another)."
+                ),
                 input_schema={
                     "type": "object",
                     "properties": {"thread_id": {"type": "string", "description": "The id spawn_thread returned."}},
-                    "required": ["thread_id"],
                 },
             ),
             self._wait,
@@ -161,6 +164,9 @@ class ThreadManager:
         if inline is None and named is None:
             if len(allowed) == 1 and not settings.inline_agents:
                 named = next(iter(allowed))
+            elif not allowed and settings.inline_agents:
+                # Nothing to choose from but inline agents: a plain helper on the coordinator's model.
+                inline = {"name": "helper"}
             else:
                 raise InvalidInputError(_choices(settings, "name the agent to spawn"))
         if named is not None:
@@ -190,7 +196,11 @@ class ThreadManager:
         return agent, True
 
     async def _wait(self, call: ToolCall) -> ToolResult:
-        thread = self._threads.get(str(call.input.get("thread_id")))
+        wanted = call.input.get("thread_id")
+        # Without an id, the latest thread: a model that cannot copy an id (or a recorded script, which
+        # cannot know the id of a new run) can still wait for the thread it just spawned.
+        key = str(wanted) if wanted else next(reversed(self._threads), "")
+        thread = self._threads.get(key)
         if thread is None or thread.task is None:
             known = ", ".join(self._threads) or "none"
             return ToolResult.error(
