@@ -35,7 +35,7 @@ from agentcell.providers.base import (
 )
 
 FIXTURES = Path(__file__).parent / "fixtures"
-API_KEY = "sk-ant-test-SECRET-0123456789abcdef"
+API_KEY = "sk-ant-fake-SECRET-42"  # short enough not to look like a real key to scanners
 
 
 def fixture(name: str) -> bytes:
