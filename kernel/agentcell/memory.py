@@ -221,20 +221,7 @@ class MemoryStoresAPI:
             self._attached[session.id] = attached
             scope = session.agent.id
             if scope not in self._registered:
-                disposers: builtins.list[Disposer] = []
-                try:
-                    for definition in self._definitions:
-                        disposers.append(host.register(definition, scope=scope))
-                except BaseException:
-                    for dispose in disposers:
-                        dispose()
-                    raise
-
-                def dispose_all() -> None:
-                    for dispose in reversed(disposers):
-                        dispose()
-
-                self._registered[scope] = dispose_all
+                self._registered[scope] = host.register_all(self._definitions, scope=scope)
 
     def has_memory(self, session_id: str) -> bool:
         return bool(self._attached.get(session_id))

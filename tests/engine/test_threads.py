@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from agentcell import InvalidInputError, ScriptedDelay, ScriptedResponse, ScriptedText, ScriptedToolCall
+from agentcell import (
+    Engine,
+    InvalidInputError,
+    ScriptedDelay,
+    ScriptedResponse,
+    ScriptedText,
+    ScriptedToolCall,
+    Session,
+)
 from agentcell import events as ev
 from agentcell.providers.base import ModelRequest, ToolResultPart
 from agentcell.tools import ToolRegistry, tool
@@ -170,7 +178,8 @@ async def test_inline_agents_only_when_allowed(db_path: Path, workspace: Path) -
     await engine.aclose()
 
 
-async def test_interrupting_the_coordinator_stops_its_threads(db_path: Path, workspace: Path) -> None:
+def _coordinator_with_a_slow_thread(db_path: Path, workspace: Path) -> tuple[Engine, Session]:
+    """A coordinator whose turn spawns one thread that takes 30 s: something to interrupt."""
     agents: list[str] = []
 
     def script(request: ModelRequest) -> ScriptedResponse:
@@ -182,7 +191,11 @@ async def test_interrupting_the_coordinator_stops_its_threads(db_path: Path, wor
     agents.append(engine.agents.create(name="slow", model="scripted", system="worker slow").id)
     lead = engine.agents.create(name="lead", model="scripted", system="coordinator",
                                 multiagent={"agents": [{"id": agents[0]}]})  # fmt: skip
-    session = engine.sessions.create(agent=lead.id)
+    return engine, engine.sessions.create(agent=lead.id)
+
+
+async def test_interrupting_the_coordinator_stops_its_threads(db_path: Path, workspace: Path) -> None:
+    engine, session = _coordinator_with_a_slow_thread(db_path, workspace)
     thread_running = event_seen(session, "session.thread_status_running")
     task = asyncio.create_task(session.ask("go"))
     await thread_running.wait()
@@ -200,18 +213,7 @@ async def test_interrupting_the_coordinator_stops_its_threads(db_path: Path, wor
 
 
 async def test_one_thread_can_be_interrupted_and_its_coordinator_goes_on(db_path: Path, workspace: Path) -> None:
-    agents: list[str] = []
-
-    def script(request: ModelRequest) -> ScriptedResponse:
-        if request.system == "coordinator":
-            return coordinator_script(request, agents)
-        return ScriptedResponse(steps=[ScriptedDelay(seconds=30)])
-
-    engine, _, _ = engine_over(db_path, workspace, script)
-    agents.append(engine.agents.create(name="slow", model="scripted", system="worker slow").id)
-    lead = engine.agents.create(name="lead", model="scripted", system="coordinator",
-                                multiagent={"agents": [{"id": agents[0]}]})  # fmt: skip
-    session = engine.sessions.create(agent=lead.id)
+    engine, session = _coordinator_with_a_slow_thread(db_path, workspace)
     thread_running = event_seen(session, "session.thread_status_running")
     task = asyncio.create_task(session.ask("go"))
     await thread_running.wait()

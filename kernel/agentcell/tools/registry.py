@@ -156,6 +156,24 @@ class ToolRegistry:
 
         return dispose
 
+    def register_all(self, definitions: Iterable[ToolDefinition], *, scope: str | None = None) -> Disposer:
+        """Register several tools at once: all or none (a failure undoes those already registered); returns
+        one disposer for them all."""
+        disposers: list[Disposer] = []
+        try:
+            for definition in definitions:
+                disposers.append(self.register(definition, scope=scope))
+        except BaseException:
+            for dispose in disposers:
+                dispose()
+            raise
+
+        def dispose_all() -> None:
+            for dispose in reversed(disposers):
+                dispose()
+
+        return dispose_all
+
     def restrict(
         self,
         *,

@@ -32,17 +32,4 @@ def register_builtin_tools(
     registry: ToolRegistry, *, namespace: dict[str, Any] | None = None, scope: str | None = None
 ) -> Disposer:
     """Register :func:`builtin_tools` (globally unless ``scope``); returns one disposer for them all."""
-    disposers: list[Disposer] = []
-    try:
-        for definition in builtin_tools(namespace=namespace):
-            disposers.append(registry.register(definition, scope=scope))
-    except BaseException:
-        for dispose in disposers:
-            dispose()
-        raise
-
-    def dispose_all() -> None:
-        for dispose in reversed(disposers):
-            dispose()
-
-    return dispose_all
+    return registry.register_all(builtin_tools(namespace=namespace), scope=scope)
