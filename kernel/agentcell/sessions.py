@@ -95,6 +95,8 @@ class CustomToolResult:
 
 Input = str | Sequence[ContentBlock] | CustomToolResult | OutcomeSpec
 """What a turn can start from: a message, the answer to a custom tool, or an outcome to reach."""
+ToolChoice = str | Sequence[str] | None
+"""For a turn's first request ("any", "none" or a tool's name), or for its first requests in order."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -389,23 +391,25 @@ class Session:
         }
         return set(last_idle.stop_reason.event_ids) - answered
 
-    async def send(self, message: Input, *, tool_choice: str | None = None) -> AsyncIterator[StreamItem]:
+    async def send(self, message: Input, *, tool_choice: ToolChoice = None) -> AsyncIterator[StreamItem]:
         """Run one turn, yielding its previews and buffered events in order until ``session.status_idle``.
 
         ``tool_choice`` ("any", "none", or a tool's name) applies to the turn's first model request only,
-        so a forced call is followed by an answer rather than a loop of calls. Closing the iterator early
-        (or cancelling the task that iterates) interrupts the turn.
+        so a forced call is followed by an answer rather than a loop of calls; a sequence of them applies
+        to the first requests in order (spawn_thread, then wait_thread). Closing the iterator early (or
+        cancelling the task that iterates) interrupts the turn.
         """
         if self.status == "terminated":
             raise SessionTerminatedError(f"session {self.id} was terminated; create a new session")
-        if tool_choice not in (None, "auto", "any", "none"):
+        choices = (tool_choice,) if isinstance(tool_choice, str) else tuple(tool_choice or ())
+        if named := [c for c in choices if c not in ("auto", "any", "none")]:
             offered = self.offered_tool_names()
-            if tool_choice not in offered:
+            if unknown := [c for c in named if c not in offered]:
                 raise InvalidInputError(
-                    f"tool_choice {tool_choice!r} is not a tool this agent has; it has: {', '.join(offered) or 'none'}"
+                    f"tool_choice {unknown[0]!r} is not a tool this agent has; it has: {', '.join(offered) or 'none'}"
                 )
         opening = self._opening(message)
-        turn = self._start(opening, tool_choice)
+        turn = self._start(opening, choices)
         try:
             while True:
                 item = await turn.queue.get()
@@ -421,7 +425,7 @@ class Session:
                 task.cancel()
                 await asyncio.wait({task}, timeout=5)
 
-    def _start(self, opening: list[Event], tool_choice: str | None) -> _Turn:
+    def _start(self, opening: list[Event], tool_choices: tuple[str, ...]) -> _Turn:
         with self._lock:
             if self._turn is not None:
                 raise SessionBusyError(
@@ -430,11 +434,11 @@ class Session:
             turn = _Turn(asyncio.get_running_loop())
             self._turn = turn
         unsubscribe = self.subscribe(turn.queue.put_nowait)
-        turn.task = turn.loop.create_task(self._run_turn(turn, opening, unsubscribe, tool_choice))
+        turn.task = turn.loop.create_task(self._run_turn(turn, opening, unsubscribe, tool_choices))
         return turn
 
     async def _run_turn(
-        self, turn: _Turn, opening: list[Event], unsubscribe: Callable[[], None], tool_choice: str | None
+        self, turn: _Turn, opening: list[Event], unsubscribe: Callable[[], None], tool_choices: tuple[str, ...]
     ) -> None:
         stop: StopReason = EndTurn()
         threads = turn.threads = ThreadManager(self)
@@ -458,7 +462,7 @@ class Session:
                         message = f"MCP server {status.name} did not start: {status.error or 'no reason given'}"
                         info = ErrorInfo(type="mcp_connection_failed_error", message=message)
                         self.emit(self.make(SessionError, error=info))
-                stop = await self._work(first, outcome, threads, tool_choice)
+                stop = await self._work(first, outcome, threads, tool_choices)
         except asyncio.CancelledError:
             stop = Interrupted()
         except Exception as exc:  # a bug must not leave the session stuck in "running"
@@ -483,7 +487,7 @@ class Session:
             turn.queue.put_nowait(_END)
 
     async def _work(
-        self, first: Event, outcome: OutcomeLoop | None, threads: ThreadManager, tool_choice: str | None
+        self, first: Event, outcome: OutcomeLoop | None, threads: ThreadManager, tool_choices: tuple[str, ...]
     ) -> StopReason:
         """Mount the resources (once), then run the turn loop, or drive the outcome with it."""
         if not self._mounted:
@@ -494,11 +498,11 @@ class Session:
                 return ErrorStop(message=str(exc))
             self._mounted = True
         tools = self._engine_tools(threads)
-        choice = [tool_choice]
+        choices = [tool_choices]
 
         def runner() -> TurnRunner:
-            first_choice, choice[0] = choice[0], None  # only the turn's first request is forced
-            return TurnRunner(self, first_tool_choice=first_choice, tools=tools)
+            forced, choices[0] = choices[0], ()  # only the turn's first requests are forced
+            return TurnRunner(self, tool_choices=forced, tools=tools)
 
         if outcome is not None:
             return await outcome.run(runner)
@@ -521,7 +525,7 @@ class Session:
         message: Input,
         *,
         on_item: Callable[[StreamItem], None] | None = None,
-        tool_choice: str | None = None,
+        tool_choice: ToolChoice = None,
     ) -> TurnResult:
         """Run one turn to its end and return what it produced; ``on_item`` sees every item as it streams."""
         events: list[Event] = []
@@ -535,7 +539,7 @@ class Session:
                     stop = item.stop_reason
         return TurnResult(stop_reason=stop, events=events)
 
-    def send_sync(self, message: Input, *, tool_choice: str | None = None) -> TurnResult:
+    def send_sync(self, message: Input, *, tool_choice: ToolChoice = None) -> TurnResult:
         """:meth:`ask` for scripts without an event loop."""
         return self._engine.run_sync(self.ask(message, tool_choice=tool_choice))
 

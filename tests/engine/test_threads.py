@@ -297,3 +297,36 @@ async def test_wait_thread_without_an_id_waits_for_the_latest_thread(db_path: Pa
     created = next(e for e in result.events if isinstance(e, ev.SessionThreadCreated))
     assert created.agent_name == "helper"
     await engine.aclose()
+
+
+async def test_a_sequence_of_tool_choices_forces_the_first_requests_in_order(db_path: Path, workspace: Path) -> None:
+    # How a small model is walked through coordinating (`%tools force spawn_thread wait_thread`): the first
+    # request must spawn, the second must wait, and from the third on the model chooses. wait_thread's
+    # schema lists the threads spawned so far, so a model held to the schema can only name a real one.
+    def script(request: ModelRequest) -> ScriptedResponse:
+        if request.system != "lead":
+            return ScriptedResponse(steps=[ScriptedText(text="seven")])
+        choice = request.settings.tool_choice
+        if choice in ("spawn_thread", "wait_thread"):
+            schema = next(t for t in request.tools if t.name == "wait_thread").input_schema
+            known = schema["properties"]["thread_id"].get("enum", [])
+            args = {"task": "count"} if choice == "spawn_thread" else {"thread_id": known[-1]}
+            return ScriptedResponse(steps=[ScriptedToolCall(name=choice, input=args)])
+        return ScriptedResponse(steps=[ScriptedText(text=f"the thread said {_results(request)[-1]}")])
+
+    engine, provider, _ = engine_over(db_path, workspace, script)
+    lead = engine.agents.create(name="lead", model="scripted", system="lead", multiagent={"inline_agents": True})
+    session = engine.sessions.create(agent=lead.id)
+    result = await session.ask("delegate", tool_choice=["spawn_thread", "wait_thread"])
+    assert result.text == "the thread said seven"
+    mine = [r for r in provider.requests if r.system == "lead"]
+    assert [r.settings.tool_choice for r in mine] == ["spawn_thread", "wait_thread", None]
+    wait_schemas = [next(t for t in r.tools if t.name == "wait_thread").input_schema for r in mine]
+    created = next(e for e in result.events if isinstance(e, ev.SessionThreadCreated))
+    assert "enum" not in wait_schemas[0]["properties"]["thread_id"]  # nothing spawned yet
+    assert wait_schemas[1]["properties"]["thread_id"]["enum"] == [created.session_thread_id]
+
+    with pytest.raises(InvalidInputError, match="'wait' is not a tool this agent has"):
+        await session.ask("again", tool_choice=["spawn_thread", "wait"])
+    assert session.status == "idle"  # refused before the turn began: nothing was recorded for it
+    await engine.aclose()

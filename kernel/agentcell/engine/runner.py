@@ -108,6 +108,11 @@ class SessionTool:
     schema: ToolSchema
     run: Callable[[ToolCall], Awaitable[ToolResult]]
     parallel: bool = True
+    describe: Callable[[], ToolSchema] | None = None
+    """The schema as it stands at each request, for a tool whose schema changes during a turn."""
+
+    def offered(self) -> ToolSchema:
+        return self.describe() if self.describe is not None else self.schema
 
 
 @dataclass
@@ -142,7 +147,7 @@ class TurnRunner:
         session: Session,
         thread_id: str | None = None,
         *,
-        first_tool_choice: str | None = None,
+        tool_choices: Sequence[str] = (),
         agent: Agent | None = None,
         tools: Sequence[SessionTool] = (),
     ) -> None:
@@ -152,8 +157,9 @@ class TurnRunner:
         self.thread_id = thread_id
         self._agent = agent
         self._session_tools = {t.schema.name: t for t in tools}
-        self._tool_choice = first_tool_choice
-        """Applies to the first request only: a forced call is then answered, not repeated."""
+        self._tool_choices = list(tool_choices)
+        """One per request from the first on ("any", "none" or a tool's name), then the model chooses: a
+        forced call is answered, not repeated."""
         self._unanswered: dict[str, ToolCall] = {}
         self._custom_pending: list[str] = []
 
@@ -222,7 +228,7 @@ class TurnRunner:
         from ..agents import ToolFilter
         from ..memory import visible_schemas
 
-        own = [t.schema for t in self._session_tools.values()]
+        own = [t.offered() for t in self._session_tools.values()]
         schemas = visible_schemas(self.session, agent, self.session.tool_host.schemas(agent.id))
         for spec in agent.tools:
             if isinstance(spec, ToolFilter):
@@ -239,8 +245,9 @@ class TurnRunner:
         return schemas + custom + own
 
     def _settings(self, settings: ModelSettings) -> ModelSettings:
-        choice, self._tool_choice = self._tool_choice, None
-        return settings if choice is None else settings.model_copy(update={"tool_choice": choice})
+        if not self._tool_choices:
+            return settings
+        return settings.model_copy(update={"tool_choice": self._tool_choices.pop(0)})
 
     # ------------------------------------------------------------------------------------------ requests
 

@@ -99,21 +99,21 @@ class ThreadManager:
         if settings is None or not settings.spawn_threads:
             return []
         spawn = SessionTool(_spawn_schema(self.session, settings), lambda call: self._spawn(call, agent))
-        wait = SessionTool(
-            ToolSchema(
-                name=WAIT_TOOL,
-                description=(
-                    "Wait until a thread you spawned stops, and get its final message "
-                    "(the thread spawned last, unless thread_id names another)."
-                ),
-                input_schema={
-                    "type": "object",
-                    "properties": {"thread_id": {"type": "string", "description": "The id spawn_thread returned."}},
-                },
-            ),
-            self._wait,
-        )
+        wait = SessionTool(self._wait_schema(), self._wait, describe=self._wait_schema)
         return [spawn, wait]
+
+    def _wait_schema(self) -> ToolSchema:
+        thread_id: dict[str, Any] = {"type": "string", "description": "The id spawn_thread returned."}
+        if self._threads:  # the ids that can be waited for: a model that copies badly can pick only these
+            thread_id["enum"] = list(self._threads)
+        return ToolSchema(
+            name=WAIT_TOOL,
+            description=(
+                "Wait until a thread you spawned stops, and get its final message "
+                "(the thread spawned last, unless thread_id names another)."
+            ),
+            input_schema={"type": "object", "properties": {"thread_id": thread_id}},
+        )
 
     async def _spawn(self, call: ToolCall, coordinator: Agent) -> ToolResult:
         task = call.input.get("task")
