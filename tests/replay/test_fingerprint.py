@@ -102,6 +102,10 @@ def test_thread_ids_minted_by_the_engine_are_numbered_by_first_appearance() -> N
     first, second = new_id("sthr"), new_id("sthr")
     assert spawned(first, second) == spawned(new_id("sthr"), new_id("sthr"))  # new ids each run: same
     assert spawned(first, first) != spawned(first, second)  # but which thread is which still counts
+    # Saved agents a coordinator may spawn are listed by id; a notebook that creates them mints new ones.
+    assert spawned(new_id("agent"), first) == spawned(new_id("agent"), second)
+    assert spawned(first, new_id("agent")) != spawned(new_id("agent"), first)
+    assert digest_request("m", request(result=f"{first} {second} {first}")).minted_ids == (first, second)
 
 
 def test_the_notebooks_folder_does_not_matter() -> None:
@@ -152,3 +156,25 @@ def test_the_latest_user_words_name_a_request() -> None:
     assert last_user_text(request()) == "What is the mean?"  # a tool result is not the user's words
     long = request(question="word " * 40)
     assert last_user_text(long).endswith("…") and len(last_user_text(long)) == 80
+
+
+def test_a_recorded_answer_is_put_in_this_runs_thread_ids_even_where_a_delta_splits_one() -> None:
+    from agentcell.ids import new_id
+    from agentcell.providers._fingerprint import translate_minted_ids
+    from agentcell.providers.base import BlockStart, StreamEvent, TextDelta, ToolInputDelta
+
+    old, new, other = new_id("sthr"), new_id("sthr"), new_id("sthr")
+    text, payload = f"Waiting for {old} and {other}.", json.dumps({"thread_id": old})
+    events: list[StreamEvent] = [
+        BlockStart(index=0, block=TextPart(text="")),
+        *(TextDelta(index=0, text=text[i : i + 7]) for i in range(0, len(text), 7)),
+        BlockStart(index=1, block=ToolCallPart(id="toolu_1", name="wait_thread", input={})),
+        *(ToolInputDelta(index=1, partial_json=payload[i : i + 16]) for i in range(0, len(payload), 16)),
+    ]
+    translated = translate_minted_ids(events, {old: new})
+    assert [type(e) for e in translated] == [type(e) for e in events]  # the same stream, delta for delta
+    said = "".join(e.text for e in translated if isinstance(e, TextDelta))
+    sent = "".join(e.partial_json for e in translated if isinstance(e, ToolInputDelta))
+    assert said == f"Waiting for {new} and {other}."
+    assert json.loads(sent) == {"thread_id": new}
+    assert translate_minted_ids(events, {}) == events

@@ -13,7 +13,7 @@ import pytest
 
 from agentcell import Engine, ScriptedProvider, ScriptedResponse, ScriptedText, ScriptedThinking, ScriptedToolCall
 from agentcell.errors import ConfigurationError, InvalidInputError
-from agentcell.providers.base import ModelConfig, Provider
+from agentcell.providers.base import ModelConfig, ModelRequest, Provider, ToolResultPart
 from agentcell.providers.registry import ProviderRegistry
 from agentcell.providers.replay import NOT_RECORDED, CellRef, Replayer, ReplayMode, recording_path
 from agentcell.providers.scripted import ScriptedError
@@ -292,3 +292,44 @@ def test_the_registry_hands_an_interceptor_one_spelling_and_a_lazy_builder() -> 
     registry.resolve(ModelConfig(id="anthropic:lazy"))
     assert seen == ["anthropic:claude-x", "anthropic:lazy"]
     assert built == ["claude-x"]  # the bare name the factory always got; never built for "lazy"
+
+
+def coordinating(request: ModelRequest) -> ScriptedResponse:
+    """A coordinator that waits on its thread by id, as a capable model does, and a thread that answers."""
+    if not any(t.name == "spawn_thread" for t in request.tools):
+        return ScriptedResponse(steps=[ScriptedText(text="The thread counted to three.")])
+    results = [b.text for p in request.messages[-1].content if isinstance(p, ToolResultPart) for b in p.content]
+    if not results:
+        return ScriptedResponse(steps=[ScriptedToolCall(name="spawn_thread", input={"task": "Count to three."})])
+    if results[0].startswith("{"):
+        thread_id = json.loads(results[0].splitlines()[0])["thread_id"]
+        wait = ScriptedToolCall(name="wait_thread", input={"thread_id": thread_id})
+        return ScriptedResponse(steps=[ScriptedText(text=f"Waiting for {thread_id}."), wait])
+    return ScriptedResponse(steps=[ScriptedText(text=f"It said: {results[0]}")])
+
+
+def test_a_replay_puts_this_runs_thread_ids_where_the_recording_has_its_own(tmp_path: Path) -> None:
+    # Thread ids are new on every run, so a recorded wait_thread call names a thread that no longer exists:
+    # the replay must name this run's thread instead, in tool inputs and in text alike.
+    def run(mode: ReplayMode, live: Builds, db: str) -> tuple[TurnResult, Replayer]:
+        cells = Cells()
+        replayer = Replayer.for_notebook(tmp_path / "study.ipynb", mode, cell=cells)
+        engine = Engine(tmp_path / db, replay=replayer)
+        engine.providers.register("scripted", live)
+        with engine:
+            lead = engine.agents.create(name="lead", model="scripted", multiagent={"inline_agents": True})
+            cells.run(1)
+            return engine.sessions.create(agent=lead.id).send_sync("Delegate the counting."), replayer
+
+    recorded, _ = run("record", Builds(lambda: ScriptedProvider(coordinating)), "record.db")
+    replayed, replayer = run("replay", Builds(unavailable), "replay.db")
+    for result in (recorded, replayed):
+        thread_id = next(e.session_thread_id for e in result.events if e.type == "session.thread_created")
+        waits = [e for e in result.events if e.type == "agent.tool_use" and e.name == "wait_thread"]
+        assert waits[0].input == {"thread_id": thread_id}
+        said = [e for e in result.events if e.type == "agent.message" and e.thread_id is None]
+        assert said[0].content[0].text == f"Waiting for {thread_id}."
+        assert said[-1].content[0].text == "It said: The thread counted to three."
+    assert replayer.misses == 0 and replayer.live == 0
+    first_run = next(e for e in recorded.events if e.type == "agent.tool_use" and e.name == "wait_thread")
+    assert waits[0].input != first_run.input  # two runs, two thread ids

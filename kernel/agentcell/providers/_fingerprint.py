@@ -9,7 +9,10 @@ Normalising makes the fingerprint depend on what the model was asked, not on how
 
 * JSON is serialised canonically (sorted keys, no whitespace, ASCII escapes), so dict order and the
   serialiser's spacing never matter, and text that is itself a JSON document is re-serialised the same way;
-* tool-call ids, which each provider mints afresh, become ``call-1``, ``call-2``… in order of appearance;
+* tool-call ids, which each provider mints afresh, become ``call-1``, ``call-2``… in order of appearance,
+  and so do the ids the engine mints afresh on every run that reach a model: thread ids (``thread-1``…, in
+  spawn_thread's answer) and agent ids (``agent-1``…, of the saved agents a coordinator may spawn). The
+  digest keeps those it saw, in that order, so a replay can put this run's ids into a recorded answer;
 * the notebook's directory, when the caller names it, becomes ``<dir>``, so a tool result that mentions a
   path matches on another machine;
 * ``None`` fields are left out, so adding an optional field to the request types keeps old recordings valid;
@@ -25,10 +28,10 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from .base import ModelRequest, TextPart
+from .base import BlockStart, ModelRequest, StreamEvent, TextDelta, TextPart, ToolCallPart, ToolInputDelta
 
 __all__ = [
     "DIR_PLACEHOLDER",
@@ -37,6 +40,7 @@ __all__ = [
     "digest_request",
     "last_user_text",
     "normalise_model_id",
+    "translate_minted_ids",
 ]
 
 _SECRET_NAME = re.compile(
@@ -66,6 +70,8 @@ class RequestDigest:
     tools: str
     settings: str
     messages: tuple[str, ...]
+    minted_ids: tuple[str, ...] = field(default=(), compare=False)
+    """The thread and agent ids the request mentions, in the order they were numbered (not fingerprinted)."""
 
     @property
     def fingerprint(self) -> str:
@@ -91,7 +97,47 @@ class RequestDigest:
         )
 
 
-_THREAD_ID = re.compile(r"\bsthr_[0-9A-HJKMNP-TV-Z]{26}\b")
+_MINTED_ID = re.compile(r"\b(sthr|agent)_[0-9A-HJKMNP-TV-Z]{26}\b")
+_PLACEHOLDER = {"sthr": "thread", "agent": "agent"}
+
+
+def translate_minted_ids(events: Sequence[StreamEvent], ids: Mapping[str, str]) -> list[StreamEvent]:
+    """``events`` with the ids of ``ids`` replaced: a recorded answer (``wait_thread`` on a thread of the
+    recorded run) put in this run's terms. An id can be split across deltas, so each block's deltas are
+    joined, replaced and cut again at the same places; an id and its stand-in have the same length, so
+    they fit."""
+    if not ids:
+        return list(events)
+    pattern = re.compile("|".join(re.escape(old) for old in ids))
+
+    def swap(text: str) -> str:
+        return pattern.sub(lambda match: ids[match.group(0)], text)
+
+    joined: dict[tuple[int, str], str] = {}
+    for event in events:
+        if isinstance(event, TextDelta | ToolInputDelta):
+            key = (event.index, event.kind)
+            joined[key] = joined.get(key, "") + _delta_text(event)
+    replaced = {key: swap(text) for key, text in joined.items()}
+    offsets: dict[tuple[int, str], int] = {}
+    out: list[StreamEvent] = []
+    for event in events:
+        if isinstance(event, TextDelta | ToolInputDelta):
+            key = (event.index, event.kind)
+            start = offsets.get(key, 0)
+            offsets[key] = start + len(_delta_text(event))
+            text = replaced[key][start : offsets[key]]
+            out.append(event.model_copy(update={"text" if isinstance(event, TextDelta) else "partial_json": text}))
+        elif isinstance(event, BlockStart) and isinstance(event.block, ToolCallPart) and event.block.input:
+            block_input = json.loads(swap(json.dumps(event.block.input)))
+            out.append(event.model_copy(update={"block": event.block.model_copy(update={"input": block_input})}))
+        else:
+            out.append(event)
+    return out
+
+
+def _delta_text(event: TextDelta | ToolInputDelta) -> str:
+    return event.text if isinstance(event, TextDelta) else event.partial_json
 
 
 class _Normaliser:
@@ -99,20 +145,28 @@ class _Normaliser:
         # Longest first, so /a/b/c is replaced before its parent /a/b.
         self._directories = sorted({d.rstrip("/") for d in directories if d.rstrip("/")}, key=len, reverse=True)
         self._call_ids: dict[str, str] = {}
-        self._thread_ids: dict[str, str] = {}
+        self._minted: dict[str, str] = {}
 
     def call_id(self, value: str) -> str:
         return self._call_ids.setdefault(value, f"call-{len(self._call_ids) + 1}")
 
-    def _thread_id(self, match: re.Match[str]) -> str:
-        return self._thread_ids.setdefault(match.group(0), f"thread-{len(self._thread_ids) + 1}")
+    @property
+    def minted_ids(self) -> tuple[str, ...]:
+        return tuple(self._minted)
+
+    def _minted_id(self, match: re.Match[str]) -> str:
+        minted, prefix = match.group(0), match.group(1)
+        if minted not in self._minted:
+            number = sum(1 for m in self._minted if m.startswith(prefix)) + 1
+            self._minted[minted] = f"{_PLACEHOLDER[prefix]}-{number}"
+        return self._minted[minted]
 
     def text(self, value: str) -> str:
         for directory in self._directories:
             value = value.replace(directory, DIR_PLACEHOLDER)
-        # Thread ids are new on every run and reach the model in tool results (spawn_thread's answer):
-        # number them by first appearance, as call ids are.
-        value = _THREAD_ID.sub(self._thread_id, value)
+        # Thread and agent ids are new on every run and reach the model (in spawn_thread's answer, in its
+        # list of agents): number them by first appearance, as call ids are.
+        value = _MINTED_ID.sub(self._minted_id, value)
         stripped = value.strip()
         if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):
             try:
@@ -160,6 +214,7 @@ def digest_request(model_id: str, request: ModelRequest, *, directories: Sequenc
         tools=_hash(normaliser.walk(data.get("tools", []))),
         settings=_hash(normaliser.walk(settings)),
         messages=tuple(_hash(normaliser.message(m)) for m in data["messages"]),
+        minted_ids=normaliser.minted_ids,
     )
 
 

@@ -117,6 +117,9 @@ class Entry(_Model):
     """The live rates, for what a replay must price without a recorded answer (a budget's worst case)."""
     seconds: float | None = None
     """How long the live stream took."""
+    minted_ids: list[str] = []
+    """The thread and agent ids the request mentioned, in the fingerprint's order: the recorded run's
+    ``thread-1``…, which a replay maps to its own (the engine mints them afresh on every run)."""
 
     @property
     def usage(self) -> Usage:

@@ -28,7 +28,14 @@ from typing import Literal, TypeAlias, get_args
 
 from ..errors import InvalidInputError, ProviderError, UserError
 from ..usage import FREE, Pricing
-from ._fingerprint import DIR_PLACEHOLDER, RequestDigest, digest_request, last_user_text, normalise_model_id
+from ._fingerprint import (
+    DIR_PLACEHOLDER,
+    RequestDigest,
+    digest_request,
+    last_user_text,
+    normalise_model_id,
+    translate_minted_ids,
+)
 from ._recording import CellRef, Entry, Prices, Recording, recorded_pricing, recording_path
 from .base import ModelConfig, ModelRequest, Provider, StreamEvent, UsageUpdate
 
@@ -268,7 +275,8 @@ class ReplayProvider(Provider):
             return
         entry = replayer.recording.take(digest.fingerprint)
         if entry is not None:
-            for event in entry.events:
+            ids = {old: new for old, new in zip(entry.minted_ids, digest.minted_ids, strict=False) if old != new}
+            for event in translate_minted_ids(entry.events, ids):
                 await asyncio.sleep(0)  # let interrupts and the renderer in, as a socket read would
                 yield event
             return
@@ -318,6 +326,7 @@ class ReplayProvider(Provider):
                 list_cost=pricing(usage) if usage is not None else Decimal(0),
                 prices=Prices.probe(pricing),
                 seconds=round(time.perf_counter() - began, 3),
+                minted_ids=list(digest.minted_ids),
             )
         )
 
