@@ -222,14 +222,21 @@ def test_kernel_info_and_is_complete(kernel_env: dict[str, str]) -> None:
         assert kc.get_shell_msg(timeout=10)["content"]["status"] == "complete"
 
 
-def test_tools_force_accepts_the_tools_the_session_adds(kernel_env: dict[str, str]) -> None:
+def test_threads_magic_turns_coordination_on_and_off_and_force_takes_a_sequence(kernel_env: dict[str, str]) -> None:
     with running_kernel(kernel_env) as (_, kc):
         refused = execute(kc, "%tools force spawn_thread")
         assert refused.status == "error" and "unknown tool spawn_thread" in refused.stderr
-        assert (
-            execute(
-                kc, "%%python\n__agentcell__.update_agent(multiagent={'spawn_threads': True, 'inline_agents': True})"
-            ).status
-            == "ok"
-        )
-        assert "the next turn starts by calling spawn_thread" in execute(kc, "%tools force spawn_thread").stdout
+        assert execute(kc, "%threads").stdout.strip() == "threads: off (`%threads on` lets the agent spawn them)"
+        on = execute(kc, "%threads on")
+        assert on.stdout.strip() == "threads on: the agent may spawn helpers it defines and wait for them (agent v2)"
+        assert execute(kc, "%threads").stdout.strip() == "threads: on; none spawned yet"
+        forced = execute(kc, "%tools force spawn_thread wait_thread")
+        assert forced.stdout.strip() == "the next turn starts by calling spawn_thread, then wait_thread"
+        bad = execute(kc, "%tools force spawn_thread wait")
+        assert bad.status == "error" and "unknown tool wait; available:" in bad.stderr
+        unknown = execute(kc, "%threads on agent_nope")
+        assert unknown.status == "error" and "%threads: " in unknown.stderr and "agent_nope" in unknown.stderr
+        assert "Traceback" not in unknown.stderr
+        assert execute(kc, "%threads off").stdout.strip() == "threads off (agent v3)"
+        assert execute(kc, "%tools force wait_thread").status == "error"
+        assert "%threads [list | on [AGENT_ID…] | off]" in execute(kc, "%threads sideways").stderr

@@ -137,8 +137,8 @@ class NotebookAgent:
         self._session: Session | None = None
         self.last: TurnResult | None = None
         """The latest turn's result."""
-        self.next_tool_choice: str | None = None
-        """Set by ``%tools force NAME``: the next turn's first request must call that tool."""
+        self.next_tool_choice: tuple[str, ...] = ()
+        """Set by ``%tools force NAME…``: the next turn's first requests must call these tools, in order."""
 
     def _default_renderer(self, session: Session) -> TurnRenderer:
         rate = self.config.max_updates_per_second
@@ -271,7 +271,7 @@ class NotebookAgent:
                 seen.append(item)  # type: ignore[arg-type]
 
         unsubscribe = session.subscribe(show)
-        tool_choice, self.next_tool_choice = self.next_tool_choice, None
+        tool_choice, self.next_tool_choice = self.next_tool_choice, ()
         try:
             self.last = await session.ask(text, tool_choice=tool_choice)
         except UserError as exc:

@@ -24,12 +24,16 @@ OUTCOME_HELP = (
     "description meets its rubric (after a line ---, or in the file PATH)"
 )
 STEER_HELP = "%steer TEXT  guidance for the running turn, given to the model at its next request"
+THREADS_HELP = (
+    "%threads [list | on [AGENT_ID…] | off]  let the agent spawn threads of other agents (on: helpers it defines "
+    "itself; with ids: those saved agents) and wait for their results; list: the session's threads"
+)
 
 HELP: dict[str, str] = {
     "model": "%model [NAME [key=value …]]  show or set the model, e.g. %model claude-sonnet-4-5 max_tokens=2048",
     "system": "%system [TEXT | --clear]  show or set the system prompt (a new agent version); %%system for a cell",
-    "tools": "%tools [list | enable NAME… | disable NAME… | force NAME]  the agent's tools; force: the next "
-    "turn starts by calling NAME (helps small models)",
+    "tools": "%tools [list | enable NAME… | disable NAME… | force NAME…]  the agent's tools; force: the next "
+    "turn's first requests call these tools, one each, in order (helps small models)",
     "permissions": "%permissions [read-only | workspace-write | danger-full-access]  what tools may do unasked",
     "budget": "%budget [USD | off]  the session's maximum list cost",
     "session": "%session [show | new | list | resume ID | title TEXT]  the notebook's session",
@@ -42,6 +46,7 @@ HELP: dict[str, str] = {
     "(auto: run unrecorded requests live); off: everything live; status: mode and counts",
     "python": "%%python  run the cell as Python in the notebook's namespace",
     "agent_cell": "%%agent  send the cell to the agent (in any IPython kernel)",
+    "threads": THREADS_HELP,
     "outcome": OUTCOME_HELP,
     "steer": STEER_HELP,
     "help": "%help  this list",
@@ -146,16 +151,16 @@ class AgentCellMagics(Magics):  # type: ignore[misc]  # IPython is untyped
                     print(f"✓ {custom.name}  (answered by the client)")
                 return
             action, names = args[0], args[1:]
-            if action == "force" and len(names) == 1:
+            if action == "force" and names:
                 offered = session.offered_tool_names()
-                if names[0] not in offered:
-                    raise UsageError(f"%tools: unknown tool {names[0]}; available: {', '.join(offered)}")
-                self.host.next_tool_choice = names[0]
-                print(f"the next turn starts by calling {names[0]}")
+                if unknown := [n for n in names if n not in offered]:
+                    raise UsageError(f"%tools: unknown tool {unknown[0]}; available: {', '.join(offered)}")
+                self.host.next_tool_choice = tuple(names)
+                print(f"the next turn starts by calling {', then '.join(names)}")
                 return
             if action not in ("enable", "disable") or not names:
                 raise UsageError(
-                    "%tools: use `%tools list`, `%tools enable NAME…`, `%tools disable NAME…` or `%tools force NAME`"
+                    "%tools: use `%tools list`, `%tools enable NAME…`, `%tools disable NAME…` or `%tools force NAME…`"
                 )
             unknown = sorted(set(names) - set(available))
             if unknown:
@@ -422,6 +427,16 @@ class AgentCellMagics(Magics):  # type: ignore[misc]  # IPython is untyped
         from .outcome_magics import steer_line
 
         print(steer_line(self.host, line))
+
+    @line_magic  # type: ignore[untyped-decorator]
+    def threads(self, line: str) -> None:
+        """Let the agent spawn threads of other agents, or list the session's threads."""
+        args = self._guard("threads", line)
+        if args is None:
+            return
+        from .thread_magics import threads_line
+
+        print(threads_line(self.host, args))
 
     @line_magic("help")  # type: ignore[arg-type]
     def help_(self, line: str) -> None:

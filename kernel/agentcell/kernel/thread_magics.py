@@ -1,0 +1,65 @@
+"""The body of ``%threads``: let the notebook's agent coordinate other agents, and list what it spawned.
+
+``%threads on`` gives the agent ``spawn_thread`` and ``wait_thread`` (see :mod:`agentcell.engine.threads`)
+with helpers it defines itself, on its own model unless it names another; ``%threads on AGENT_ID…`` lets it
+spawn those saved agents instead; ``%threads off`` takes the tools away. Each is a new agent version, like
+``%system``. ``%threads`` (or ``%threads list``) lists the session's threads with their status and usage.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from IPython.core.error import UsageError
+
+from ..agents import AgentRef, MultiAgent
+from ..errors import AgentCellError
+from ..events import EndTurn
+from .magics import THREADS_HELP
+
+if TYPE_CHECKING:
+    from ..engine.threads import ThreadInfo
+    from .host import NotebookAgent
+
+__all__ = ["threads_line"]
+
+
+def threads_line(host: NotebookAgent, args: list[str]) -> str:
+    """Carry out ``%threads ARGS``; returns what to print."""
+    action, rest = (args[0], args[1:]) if args else ("list", [])
+    try:
+        if action == "list" and not rest:
+            return _listing(host)
+        if action == "on":
+            for agent_id in rest:
+                host.engine.agents.get(agent_id)  # an unknown id is refused now, not at the first spawn
+            settings = MultiAgent(agents=[AgentRef(id=a) for a in rest], inline_agents=not rest)
+            agent = host.update_agent(multiagent=settings)
+            who = f"the agents {', '.join(rest)}" if rest else "helpers it defines"
+            return f"threads on: the agent may spawn {who} and wait for them (agent v{agent.version})"
+        if action == "off" and not rest:
+            agent = host.update_agent(multiagent=None)
+            return f"threads off (agent v{agent.version})"
+    except AgentCellError as exc:
+        raise UsageError(f"%threads: {exc}") from None
+    raise UsageError(THREADS_HELP)
+
+
+def _listing(host: NotebookAgent) -> str:
+    settings = host.session.agent.multiagent
+    enabled = settings is not None and settings.spawn_threads
+    threads = host.session.threads
+    head = "threads: on" if enabled else "threads: off (`%threads on` lets the agent spawn them)"
+    if not threads:
+        return f"{head}; none spawned yet" if enabled else head
+    return "\n".join([f"{head}; {len(threads)} spawned", *(_describe(t) for t in threads)])
+
+
+def _describe(thread: ThreadInfo) -> str:
+    state = thread.status
+    if thread.stop_reason is not None and not isinstance(thread.stop_reason, EndTurn):
+        state += f" ({thread.stop_reason.type})"
+    usage = thread.usage
+    return (
+        f"  {thread.id}  {thread.agent_name}  {state}  {usage.input_tokens:,} in / {usage.output_tokens:,} out tokens"
+    )
