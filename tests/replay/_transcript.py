@@ -8,12 +8,14 @@ names, inputs and call ids, tool results, stop reasons, and usage with its list 
 
 :func:`model_responses` reads the model's side of a turn (one item per request: its content, usage, list
 cost and stop reason) from its events, and :func:`recorded_responses` reads the same from a recording, so a
-replayed notebook can be held against its recording alone.
+replayed notebook can be held against its recording alone. Thread ids in them are blinded: every run mints
+its own, and the replay puts its own where the recording has the recorded run's.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,11 @@ from agentcell.providers.base import ResponseAccumulator
 TURN_MIMETYPE = "application/vnd.agentcell.turn+json"
 _VOLATILE = ("id", "created_at", "session_id", "processed_at")
 _REFERENCES = ("tool_use_id", "model_request_start_id", "custom_tool_use_id")
+_THREAD_ID = re.compile(r"sthr_[0-9A-HJKMNP-TV-Z]{26}")
+
+
+def _blind(blocks: list[Any]) -> list[Any]:
+    return json.loads(_THREAD_ID.sub("sthr_<this run>", json.dumps(blocks)))  # type: ignore[no-any-return]
 
 
 def _as_dict(event: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
@@ -75,7 +82,7 @@ def model_responses(events: Iterable[BaseModel | Mapping[str, Any]]) -> list[dic
         elif kind == "span.model_request_end":
             usage = dict(item["model_usage"])
             cost = usage.pop("list_cost")
-            responses.append({"blocks": blocks, "usage": usage, "list_cost": cost, "stop": item["stop_reason"]})
+            responses.append({"blocks": _blind(blocks), "usage": usage, "list_cost": cost, "stop": item["stop_reason"]})
             blocks = []
     return responses
 
@@ -98,7 +105,7 @@ def recorded_response(entry: Entry) -> dict[str, Any]:
             blocks.append(["tool_call", part.id, part.name, part.input])
     usage = json.loads(response.usage.model_dump_json())
     usage.pop("list_cost")
-    return {"blocks": blocks, "usage": usage, "list_cost": str(entry.list_cost), "stop": response.stop_reason}
+    return {"blocks": _blind(blocks), "usage": usage, "list_cost": str(entry.list_cost), "stop": response.stop_reason}
 
 
 def recorded_responses(recording: Path) -> dict[int | None, list[dict[str, Any]]]:
