@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -300,7 +301,11 @@ def coordinating(request: ModelRequest) -> ScriptedResponse:
         return ScriptedResponse(steps=[ScriptedText(text="The thread counted to three.")])
     results = [b.text for p in request.messages[-1].content if isinstance(p, ToolResultPart) for b in p.content]
     if not results:
-        return ScriptedResponse(steps=[ScriptedToolCall(name="spawn_thread", input={"task": "Count to three."})])
+        spawn = next(t for t in request.tools if t.name == "spawn_thread").input_schema["properties"]
+        saved = {"agent": spawn["agent"]["enum"][0]} if "agent" in spawn else {}  # a saved agent, by its id
+        return ScriptedResponse(
+            steps=[ScriptedToolCall(name="spawn_thread", input={"task": "Count to three.", **saved})]
+        )
     if results[0].startswith("{"):
         thread_id = json.loads(results[0].splitlines()[0])["thread_id"]
         wait = ScriptedToolCall(name="wait_thread", input={"thread_id": thread_id})
@@ -308,23 +313,31 @@ def coordinating(request: ModelRequest) -> ScriptedResponse:
     return ScriptedResponse(steps=[ScriptedText(text=f"It said: {results[0]}")])
 
 
-def test_a_replay_puts_this_runs_thread_ids_where_the_recording_has_its_own(tmp_path: Path) -> None:
+@pytest.mark.parametrize("spawns", ["a helper", "a saved agent"])
+def test_a_replay_puts_this_runs_thread_ids_where_the_recording_has_its_own(tmp_path: Path, spawns: str) -> None:
     # Thread ids are new on every run, so a recorded wait_thread call names a thread that no longer exists:
-    # the replay must name this run's thread instead, in tool inputs and in text alike.
+    # the replay must name this run's thread instead, in tool inputs and in text alike. So with the ids of
+    # saved agents a notebook creates as it runs: the recorded spawn names an agent of the recorded run.
     def run(mode: ReplayMode, live: Builds, db: str) -> tuple[TurnResult, Replayer]:
         cells = Cells()
         replayer = Replayer.for_notebook(tmp_path / "study.ipynb", mode, cell=cells)
         engine = Engine(tmp_path / db, replay=replayer)
         engine.providers.register("scripted", live)
         with engine:
-            lead = engine.agents.create(name="lead", model="scripted", multiagent={"inline_agents": True})
+            multiagent: dict[str, Any] = {"inline_agents": True}
+            if spawns == "a saved agent":
+                counter = engine.agents.create(name="counter", model="scripted", description="counts")
+                multiagent = {"agents": [{"id": counter.id}]}
+            lead = engine.agents.create(name="lead", model="scripted", multiagent=multiagent)
             cells.run(1)
             return engine.sessions.create(agent=lead.id).send_sync("Delegate the counting."), replayer
 
     recorded, _ = run("record", Builds(lambda: ScriptedProvider(coordinating)), "record.db")
     replayed, replayer = run("replay", Builds(unavailable), "replay.db")
     for result in (recorded, replayed):
-        thread_id = next(e.session_thread_id for e in result.events if e.type == "session.thread_created")
+        created = next(e for e in result.events if e.type == "session.thread_created")
+        thread_id = created.session_thread_id
+        assert created.agent_name == ("helper" if spawns == "a helper" else "counter")
         waits = [e for e in result.events if e.type == "agent.tool_use" and e.name == "wait_thread"]
         assert waits[0].input == {"thread_id": thread_id}
         said = [e for e in result.events if e.type == "agent.message" and e.thread_id is None]
