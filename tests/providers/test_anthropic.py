@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 
 import pytest
 
-from agentcell.errors import ProviderConnectionError, ProviderProtocolError, ProviderStatusError
+from agentcell.errors import ProviderConnectionError, ProviderError, ProviderProtocolError, ProviderStatusError
 from agentcell.providers.anthropic import AnthropicProvider
 from agentcell.providers.base import (
     BlockStart,
@@ -322,3 +323,49 @@ async def test_a_cut_after_thinking_was_shown_is_raised(server: SSEServer, provi
     assert isinstance(error, ProviderConnectionError)
     assert isinstance(events[2], BlockStart) and isinstance(events[2].block, ThinkingPart)
     assert len(server.requests) == 1
+
+
+def _anthropic_call(fragments: list[str], stop_reason: str) -> Reply:
+    """A response that calls get_weather with these input fragments, then stops for ``stop_reason``."""
+    events: list[tuple[str, dict[str, object]]] = [
+        ("message_start", {"message": {"id": "msg_cut", "model": "claude-sonnet-4-5", "usage": {"input_tokens": 9}}}),
+        ("content_block_start", {"index": 0, "content_block": {"type": "tool_use", "id": "toolu_cut",
+                                                                "name": "get_weather", "input": {}}}),
+        *(("content_block_delta", {"index": 0, "delta": {"type": "input_json_delta", "partial_json": f}})
+          for f in fragments),
+        ("content_block_stop", {"index": 0}),
+        ("message_delta", {"delta": {"stop_reason": stop_reason}, "usage": {"output_tokens": 64}}),
+        ("message_stop", {}),
+    ]  # fmt: skip
+    body = b"".join(
+        f"event: {name}\ndata: {json.dumps({'type': name, **payload})}\n\n".encode() for name, payload in events
+    )
+    return Reply(body=body, headers={"content-type": "text/event-stream"})
+
+
+async def test_a_tool_call_cut_by_max_tokens_says_so_rather_than_blaming_the_json(
+    server: SSEServer, provider: AnthropicProvider
+) -> None:
+    server.queue(_anthropic_call(['{"city": ', '"Zür'], "max_tokens"))
+    events, error = await collect_error(provider, request())
+    assert type(error) is ProviderError and error.error_type == "max_tokens" and not error.retryable
+    assert "max_tokens" in str(error) and "'get_weather'" in str(error) and "JSON" not in str(error)
+    assert not any(isinstance(e, BlockStop) for e in events)  # the cut call never looked finished
+    assert len(server.requests) == 1  # the same request would be cut the same way: no retry
+
+
+async def test_a_broken_tool_input_without_max_tokens_is_still_the_servers_fault(
+    server: SSEServer, provider: AnthropicProvider
+) -> None:
+    server.queue(_anthropic_call(['{"city": ', '"Zür'], "tool_use"))
+    with pytest.raises(ProviderProtocolError, match="tool input is not valid JSON"):
+        await collect(provider, request())
+
+
+async def test_max_tokens_right_after_a_whole_tool_call_keeps_the_call(
+    server: SSEServer, provider: AnthropicProvider
+) -> None:
+    server.queue(_anthropic_call(['{"city": ', '"Bern"}'], "max_tokens"))
+    _, response = await collect(provider, request())
+    assert response.stop_reason == "max_tokens"
+    assert response.content == [ToolCallPart(id="toolu_cut", name="get_weather", input={"city": "Bern"})]

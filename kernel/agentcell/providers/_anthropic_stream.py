@@ -20,7 +20,7 @@ from pydantic_core import from_json
 
 from ..errors import ProviderConnectionError, ProviderError, ProviderProtocolError, ProviderStatusError
 from ..usage import CacheCreation, ServerToolUse, Usage
-from ._http import RETRYABLE_ERROR_TYPES, EventParser
+from ._http import RETRYABLE_ERROR_TYPES, EventParser, whole_json_object
 from .base import (
     BlockStart,
     BlockStop,
@@ -140,6 +140,11 @@ class AnthropicStreamParser(EventParser):
         self._blocks: dict[int, str] = {}
         """index -> the part type it streams ("text", "thinking", ...) or _SKIP; removed when stopped."""
         self._seen: set[int] = set()
+        self._calls: dict[int, tuple[str, list[str]]] = {}
+        """index -> a tool call's name and its input's fragments so far."""
+        self._cut: dict[int, str] = {}
+        """Tool calls stopped with incomplete input, by index: max_tokens cut them (said by message_delta)
+        or the server broke them; their BlockStop waits until the stop reason tells which."""
         self._usage = _UsageState()
         self._started = False
         self._done = False
@@ -227,21 +232,33 @@ class AnthropicStreamParser(EventParser):
         elif name == "content_block_stop":
             index = payload.get("index")
             block = self._blocks.pop(index, None) if isinstance(index, int) else None
-            if block is None:
+            if block is None or not isinstance(index, int):
                 raise self._protocol(f"content_block_stop for block {index!r}, which is not open")
-            if block != _SKIP:
+            call = self._calls.pop(index, None)
+            if call is not None and not whole_json_object("".join(call[1])):
+                self._cut[index] = call[0]
+            elif block != _SKIP:
                 out.append(BlockStop(index=index))
         elif name == "message_delta":
             delta = payload.get("delta")
             if isinstance(delta, dict):
                 self._message_delta(delta)
+            if self._cut and self._stop_reason == "max_tokens":
+                # Not the server's fault, and the same request would be cut the same way: say so plainly.
+                raise ProviderError(
+                    f"Anthropic: the response reached max_tokens while writing the input of a call to "
+                    f"{next(iter(self._cut.values()))!r}, so the call is incomplete; raise max_tokens",
+                    provider=self._provider,
+                    error_type="max_tokens",
+                )
             out.append(UsageUpdate(usage=self._usage.apply(payload.get("usage"))))
         elif name == "message_stop":
             self._done = True
-            for index, block in sorted(self._blocks.items()):
-                if block != _SKIP:
-                    out.append(BlockStop(index=index))
+            # Open blocks, and calls whose input broke without max_tokens (the accumulator reports the JSON).
+            for index in sorted({i for i, block in self._blocks.items() if block != _SKIP} | set(self._cut)):
+                out.append(BlockStop(index=index))
             self._blocks.clear()
+            self._cut.clear()
             if self._stop_reason is None:
                 raise self._protocol("message_stop arrived without a stop reason")
             out.append(ResponseEnd(stop_reason=self._stop_reason, stop_details=self._stop_details))
@@ -284,9 +301,12 @@ class AnthropicStreamParser(EventParser):
             elif kind == "tool_use":
                 call = ToolCallPart(id=block["id"], name=block["name"], input={})
                 out.append(BlockStart(index=index, block=call))
+                self._calls[index] = (call.name, [])
                 if block.get("input"):
                     # A server that sends the whole input up front: pass it on as one fragment.
-                    out.append(ToolInputDelta(index=index, partial_json=json.dumps(block["input"])))
+                    whole = json.dumps(block["input"])
+                    self._calls[index][1].append(whole)
+                    out.append(ToolInputDelta(index=index, partial_json=whole))
             else:
                 kind = _SKIP
         except (KeyError, TypeError, ValidationError):
@@ -302,6 +322,8 @@ class AnthropicStreamParser(EventParser):
                 expected = "tool_call"
                 fragment = delta["partial_json"]
                 event = ToolInputDelta(index=index, partial_json=fragment) if fragment else None
+                if fragment and index in self._calls:
+                    self._calls[index][1].append(fragment)
             elif kind == "thinking_delta":
                 expected = "thinking"
                 event = ThinkingDelta(index=index, thinking=delta["thinking"])

@@ -50,6 +50,7 @@ __all__ = [
     "parse_retry_after",
     "scrub",
     "status_error",
+    "whole_json_object",
 ]
 
 log = logging.getLogger("agentcell.providers")
@@ -409,3 +410,13 @@ def status_error(response: httpx.Response, body: Any, context: ErrorContext) -> 
         retry_after=parse_retry_after(response.headers),
         **common,
     )
+
+
+def whole_json_object(arguments: str) -> bool:
+    """Whether a call's arguments are whole: a JSON object, or nothing at all (a call without input)."""
+    if not arguments.strip():
+        return True
+    try:
+        return isinstance(json.loads(arguments), dict)
+    except ValueError:
+        return False

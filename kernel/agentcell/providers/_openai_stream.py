@@ -23,7 +23,7 @@ from pydantic_core import from_json
 
 from ..errors import ProviderConnectionError, ProviderError, ProviderProtocolError, ProviderStatusError
 from ..usage import Usage
-from ._http import RETRYABLE_ERROR_TYPES, EventParser, error_fields
+from ._http import RETRYABLE_ERROR_TYPES, EventParser, error_fields, whole_json_object
 from .base import (
     BlockStart,
     BlockStop,
@@ -246,7 +246,7 @@ class OpenAIStreamParser(EventParser):
         for call in self._all_calls:
             if call.index is None:
                 raise self._protocol(f"a tool call (id {call.id!r}) never named its function")
-            if self._finish == "length" and not _complete("".join(call.arguments)):
+            if self._finish == "length" and not whole_json_object("".join(call.arguments)):
                 # Not the server's fault, and the same request would be cut the same way: say so plainly.
                 raise ProviderError(
                     f"{self._display}: the response reached max_tokens while writing the input of a call to "
@@ -284,13 +284,3 @@ class OpenAIStreamParser(EventParser):
 
     def _protocol(self, message: str) -> ProviderProtocolError:
         return ProviderProtocolError(f"{self._display}: {message}", provider=self._provider)
-
-
-def _complete(arguments: str) -> bool:
-    """Whether a call's arguments are whole: a JSON object, or nothing at all (a call without input)."""
-    if not arguments.strip():
-        return True
-    try:
-        return isinstance(json.loads(arguments), dict)
-    except ValueError:
-        return False
