@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import BlockStart, ModelRequest, StreamEvent, TextDelta, TextPart, ToolCallPart, ToolInputDelta
+from .base import ModelRequest, StreamEvent, TextDelta, TextPart, ToolInputDelta
 
 __all__ = [
     "DIR_PLACEHOLDER",
@@ -104,21 +104,17 @@ _PLACEHOLDER = {"sthr": "thread", "agent": "agent"}
 def translate_minted_ids(events: Sequence[StreamEvent], ids: Mapping[str, str]) -> list[StreamEvent]:
     """``events`` with the ids of ``ids`` replaced: a recorded answer (``wait_thread`` on a thread of the
     recorded run) put in this run's terms. An id can be split across deltas, so each block's deltas are
-    joined, replaced and cut again at the same places; an id and its stand-in have the same length, so
-    they fit."""
+    joined, replaced and cut again at the same places: a recorded id and this run's have the same length.
+    A tool call's input arrives in deltas only (its BlockStart carries none), so deltas are all there is."""
     if not ids:
         return list(events)
     pattern = re.compile("|".join(re.escape(old) for old in ids))
-
-    def swap(text: str) -> str:
-        return pattern.sub(lambda match: ids[match.group(0)], text)
-
     joined: dict[tuple[int, str], str] = {}
     for event in events:
         if isinstance(event, TextDelta | ToolInputDelta):
             key = (event.index, event.kind)
             joined[key] = joined.get(key, "") + _delta_text(event)
-    replaced = {key: swap(text) for key, text in joined.items()}
+    replaced = {key: pattern.sub(lambda match: ids[match.group(0)], text) for key, text in joined.items()}
     offsets: dict[tuple[int, str], int] = {}
     out: list[StreamEvent] = []
     for event in events:
@@ -128,9 +124,6 @@ def translate_minted_ids(events: Sequence[StreamEvent], ids: Mapping[str, str]) 
             offsets[key] = start + len(_delta_text(event))
             text = replaced[key][start : offsets[key]]
             out.append(event.model_copy(update={"text" if isinstance(event, TextDelta) else "partial_json": text}))
-        elif isinstance(event, BlockStart) and isinstance(event.block, ToolCallPart) and event.block.input:
-            block_input = json.loads(swap(json.dumps(event.block.input)))
-            out.append(event.model_copy(update={"block": event.block.model_copy(update={"input": block_input})}))
         else:
             out.append(event)
     return out
