@@ -5,6 +5,11 @@ widgets. nbconvert shows one representation per output, though, and for a widget
 alone: a page opened offline, or where a widget's front end cannot load, would show nothing. Our template
 (``templates/agentcell_html``) puts each widget output's static fallback (text/html, else Markdown, else
 plain text) right after the view, where the widget's own CSS can hide it once the live view rendered.
+
+The page loads nothing from a CDN. nbconvert's lab page would fetch require.js, MathJax, mermaid and the
+widget manager from public CDNs; ours renders the saved anywidgets itself (``offline_widgets.js``: each
+carries its ES module and CSS in its state) and leaves math as its LaTeX source and mermaid diagrams as
+their text. Widgets of other kinds show their fallbacks.
 """
 
 from __future__ import annotations

@@ -1,0 +1,74 @@
+"""The page `agentcell run --html` writes, opened from disk in Chromium: the turn widgets render from the
+state saved in the page with no network at all, and without JavaScript the static fallbacks show instead."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from playwright.sync_api import Browser, Page, Route, expect
+
+from ..kernel.conftest import write_script
+
+pytestmark = pytest.mark.browser
+
+SCRIPT = [
+    {"steps": [{"kind": "tool_call", "name": "python", "input": {"code": "print(6 * 7)"}}]},
+    {"steps": [{"kind": "text", "text": "The answer is **42**."}]},
+]
+
+
+@pytest.fixture
+def page_file(kernel_env: dict[str, str], tmp_path: Path) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "agentcell", "display_name": "Agent (agentcell)", "language": "markdown"}
+    model = write_script(tmp_path / "script.json", SCRIPT)
+    nb.cells = [nbformat.v4.new_code_cell(f"%model {model}"), nbformat.v4.new_code_cell("Compute six times seven.")]
+    path = tmp_path / "answer.ipynb"
+    nbformat.write(nb, path)
+    command = [sys.executable, "-m", "agentcell.cli", "run", str(path), "--html"]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, env=kernel_env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return tmp_path / "answer.executed.html"
+
+
+def test_the_page_renders_its_turns_from_saved_state_and_fetches_nothing(page: Page, page_file: Path) -> None:
+    html = page_file.read_text()
+    assert not re.search(r"""<script[^>]*\bsrc=["']?https?:""", html)  # no require.js, MathJax, widget manager
+    assert "unpkg.com" not in html and "cdnjs" not in html
+    fetched: list[str] = []
+
+    def offline(route: Route) -> None:
+        url = route.request.url
+        if url.startswith(("file:", "blob:", "data:")):
+            route.continue_()
+        else:
+            fetched.append(url)
+            route.abort()
+
+    page.route("**/*", offline)
+    page.goto(page_file.as_uri())
+    view = page.locator(".agentcell-turn")
+    expect(view.locator(".ac-message strong")).to_have_text("42")
+    expect(view.locator(".ac-tool .ac-tool-output")).to_contain_text("42")
+    expect(view.locator(".ac-turn-status")).to_have_text("done: end_turn")
+    expect(page.locator(".agentcell-fallback")).to_be_hidden()  # the live view stands in for it
+    expect(page.get_by_text("TurnWidget object")).to_be_hidden()  # and for the widget's repr
+    assert fetched == []
+
+
+def test_without_javascript_the_page_shows_the_static_fallback(browser: Browser, page_file: Path) -> None:
+    context = browser.new_context(java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(page_file.as_uri())
+        fallback = page.locator(".agentcell-fallback")
+        expect(fallback).to_be_visible()
+        expect(fallback).to_contain_text("The answer is 42.")
+        expect(page.locator(".agentcell-turn")).to_have_count(0)
+    finally:
+        context.close()
