@@ -57,7 +57,7 @@ def test_the_page_renders_its_turns_from_saved_state_and_fetches_nothing(page: P
     expect(view.locator(".ac-tool .ac-tool-output")).to_contain_text("42")
     expect(view.locator(".ac-turn-status")).to_have_text("done: end_turn")
     expect(page.locator(".agentcell-fallback")).to_be_hidden()  # the live view stands in for it
-    expect(page.get_by_text("TurnWidget object")).to_be_hidden()  # and for the widget's repr
+    expect(page.get_by_text("agent turn (a live view")).to_be_hidden()  # and for the widget's repr
     assert fetched == []
 
 
@@ -70,5 +70,6 @@ def test_without_javascript_the_page_shows_the_static_fallback(browser: Browser,
         expect(fallback).to_be_visible()
         expect(fallback).to_contain_text("The answer is 42.")
         expect(page.locator(".agentcell-turn")).to_have_count(0)
+        expect(page.get_by_text("agent turn (a live view; its static transcript follows)")).to_be_visible()
     finally:
         context.close()

@@ -28,3 +28,8 @@ class TurnWidget(anywidget.AnyWidget):
         if unknown:  # a typo would otherwise become a silent, unsynced attribute
             raise TypeError(f"TurnWidget got unexpected arguments: {', '.join(sorted(unknown))}")
         super().__init__(**kwargs)
+
+    def __repr__(self) -> str:
+        # The widget output's text/plain: what a viewer without the widget's front end prints in its place,
+        # right before the turn's static transcript. An object address there would only be noise.
+        return "agent turn (a live view; its static transcript follows)"
