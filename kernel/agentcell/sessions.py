@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel
 
-from ._validation import check_metadata, validated
+from ._validation import check_metadata
 from .agents import UNSET, Agent, _Unset
 from .engine.advisor import advisor_tools
 from .engine.history import HISTORY_EVENT_TYPES, History
@@ -30,7 +30,7 @@ from .engine.outcomes import OutcomeLoop, OutcomeSpec, define_event
 from .engine.runner import SessionTool, TurnRunner
 from .engine.stats import Transition, active_seconds
 from .engine.threads import ThreadInfo, ThreadManager, thread_infos
-from .errors import InvalidInputError, SessionBusyError, SessionNotFoundError, SessionTerminatedError
+from .errors import InvalidInputError, SessionBusyError, SessionTerminatedError
 from .events import (
     AgentMessage,
     BudgetReached,
@@ -66,7 +66,6 @@ from .events import (
     utc_now,
 )
 from .ids import new_id
-from .resources import Resource
 from .resources_mount import Mounted, ResourceMountError, mount_resources, workspace_of
 from .store.base import PermissionPreset, SessionRecord
 from .tools.approvals import ApprovalAnswer, ApprovalBroker
@@ -78,7 +77,7 @@ if TYPE_CHECKING:
     from .providers.registry import ResolvedModel
     from .tools.base import Approver, ToolHost
 
-__all__ = ["CustomToolResult", "Session", "SessionStats", "SessionsAPI", "TurnResult"]
+__all__ = ["CustomToolResult", "Session", "SessionStats", "ToolChoice", "TurnResult", "parse_budget"]
 
 E = TypeVar("E", bound=BaseModel)
 _END = object()
@@ -152,7 +151,7 @@ class _Turn:
         self.threads: ThreadManager | None = None
 
 
-def _parse_budget(budget: object) -> Budget | None:
+def parse_budget(budget: object) -> Budget | None:
     if budget is None:
         return None
     if isinstance(budget, Budget):
@@ -661,7 +660,7 @@ class Session:
                 changes["metadata"] = checked
                 event_fields["metadata"] = checked
         if budget is not UNSET:
-            parsed = _parse_budget(budget)
+            parsed = parse_budget(budget)
             if parsed != self._record.budget:
                 changes["budget"] = event_fields["budget"] = parsed
         if permissions is not UNSET and permissions != self._record.permissions:
@@ -720,74 +719,3 @@ def _blocks(content: str | Sequence[ContentBlock]) -> list[ContentBlock]:
     if not blocks or not all(isinstance(b, TextBlock | ImageBlock) for b in blocks):
         raise InvalidInputError("a message is a string or a non-empty list of TextBlock/ImageBlock")
     return blocks
-
-
-class SessionsAPI:
-    """``engine.sessions``: create, reopen and list sessions."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._handles: dict[str, Session] = {}
-        self._lock = threading.Lock()
-
-    def create(
-        self,
-        *,
-        agent: str | Agent | dict[str, Any],
-        version: int | None = None,
-        title: str | None = None,
-        metadata: dict[str, str] | None = None,
-        budget: str | int | Decimal | Budget | None = None,
-        resources: Sequence[Resource | dict[str, Any]] = (),
-        max_turns: int = 25,
-        permissions: PermissionPreset = "workspace-write",
-    ) -> Session:
-        """Start a session on ``agent`` (an id: its latest version, unless ``version`` pins one)."""
-        if isinstance(agent, Agent):
-            agent_id, version = agent.id, version or agent.version
-        elif isinstance(agent, dict):
-            agent_id, version = str(agent.get("id", "")), agent.get("version", version)
-        else:
-            agent_id = agent
-        pinned = self._engine.agents.get(agent_id, version)
-        if title is not None and len(title) > 512:
-            raise InvalidInputError("a session title is at most 512 characters")
-        record = validated(
-            SessionRecord,
-            {
-                "id": new_id("sesn"),
-                "agent_id": pinned.id,
-                "agent_version": pinned.version,
-                "title": title,
-                "metadata": check_metadata(metadata or {}, "session"),
-                "budget": _parse_budget(budget),
-                "resources": list(resources),
-                "max_turns": max_turns,
-                "permissions": permissions,
-                "created_at": utc_now(),
-            },
-            "session",
-        )
-        self._engine.memory_stores.check(record.resources, self._engine.tools)
-        self._engine.store.put_session(record)
-        session = Session(self._engine, record)
-        with self._lock:
-            self._handles[record.id] = session
-        return session
-
-    def get(self, session_id: str) -> Session:
-        """Reopen a session from the store (or return the live handle)."""
-        with self._lock:
-            live = self._handles.get(session_id)
-        if live is not None:
-            return live
-        record = self._engine.store.get_session(session_id)
-        if record is None:
-            raise SessionNotFoundError(session_id)
-        session = Session(self._engine, record)
-        with self._lock:
-            return self._handles.setdefault(session_id, session)
-
-    def list(self) -> list[Session]:
-        """Every session, oldest first."""
-        return [self.get(record.id) for record in self._engine.store.list_sessions()]

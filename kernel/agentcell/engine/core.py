@@ -19,7 +19,7 @@ from ..providers.defaults import register_http_providers
 from ..providers.local import register_local_provider
 from ..providers.registry import ProviderRegistry
 from ..providers.scripted import ScriptedProvider
-from ..sessions import SessionsAPI
+from ..sessions_api import SessionsAPI
 from ..store.base import Store
 from ..store.sqlite import SQLiteStore
 from ..tools.base import ToolHost

@@ -1,0 +1,94 @@
+"""``engine.sessions``: creating, reopening and listing sessions (the handles live here, one per id)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from ._validation import check_metadata, validated
+from .agents import Agent
+from .errors import InvalidInputError, SessionNotFoundError
+from .events import utc_now
+from .ids import new_id
+from .resources import Resource
+from .sessions import Session, parse_budget
+from .store.base import PermissionPreset, SessionRecord
+from .usage import Budget
+
+if TYPE_CHECKING:
+    from .engine.core import Engine
+
+__all__ = ["SessionsAPI"]
+
+
+class SessionsAPI:
+    """``engine.sessions``: create, reopen and list sessions."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._handles: dict[str, Session] = {}
+        self._lock = threading.Lock()
+
+    def create(
+        self,
+        *,
+        agent: str | Agent | dict[str, Any],
+        version: int | None = None,
+        title: str | None = None,
+        metadata: dict[str, str] | None = None,
+        budget: str | int | Decimal | Budget | None = None,
+        resources: Sequence[Resource | dict[str, Any]] = (),
+        max_turns: int = 25,
+        permissions: PermissionPreset = "workspace-write",
+    ) -> Session:
+        """Start a session on ``agent`` (an id: its latest version, unless ``version`` pins one)."""
+        if isinstance(agent, Agent):
+            agent_id, version = agent.id, version or agent.version
+        elif isinstance(agent, dict):
+            agent_id, version = str(agent.get("id", "")), agent.get("version", version)
+        else:
+            agent_id = agent
+        pinned = self._engine.agents.get(agent_id, version)
+        if title is not None and len(title) > 512:
+            raise InvalidInputError("a session title is at most 512 characters")
+        record = validated(
+            SessionRecord,
+            {
+                "id": new_id("sesn"),
+                "agent_id": pinned.id,
+                "agent_version": pinned.version,
+                "title": title,
+                "metadata": check_metadata(metadata or {}, "session"),
+                "budget": parse_budget(budget),
+                "resources": list(resources),
+                "max_turns": max_turns,
+                "permissions": permissions,
+                "created_at": utc_now(),
+            },
+            "session",
+        )
+        self._engine.memory_stores.check(record.resources, self._engine.tools)
+        self._engine.store.put_session(record)
+        session = Session(self._engine, record)
+        with self._lock:
+            self._handles[record.id] = session
+        return session
+
+    def get(self, session_id: str) -> Session:
+        """Reopen a session from the store (or return the live handle)."""
+        with self._lock:
+            live = self._handles.get(session_id)
+        if live is not None:
+            return live
+        record = self._engine.store.get_session(session_id)
+        if record is None:
+            raise SessionNotFoundError(session_id)
+        session = Session(self._engine, record)
+        with self._lock:
+            return self._handles.setdefault(session_id, session)
+
+    def list(self) -> list[Session]:
+        """Every session, oldest first."""
+        return [self.get(record.id) for record in self._engine.store.list_sessions()]
