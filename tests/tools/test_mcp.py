@@ -17,7 +17,7 @@ from agentcell import Engine
 from agentcell.agents import McpServer
 from agentcell.events import ImageBlock
 from agentcell.tools import Preset, ToolRegistry, ToolResult
-from agentcell.tools.mcp import McpConnection, McpTools
+from agentcell.tools.mcp import McpConnection, McpTools, kernel_command
 
 from ._support import Approvals, make_call
 
@@ -118,6 +118,39 @@ async def test_a_server_that_cannot_start_is_reported_and_the_others_start(free:
         assert fine.state == "running"
         assert not any(s.name.startswith("broken__") for s in free.schemas(SCOPE))
         assert (await _call(free, "fine__add", a=20, b=22)).text_content == "42"
+
+
+async def test_a_bare_python_command_runs_the_kernels_interpreter_not_the_one_on_path(
+    free: ToolRegistry, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An unactivated virtualenv: the first `python` on PATH is another interpreter, without the mcp SDK.
+    decoy = tmp_path / "elsewhere"
+    decoy.mkdir()
+    for name in ("python", "python3"):
+        (decoy / name).write_text("#!/bin/sh\necho 'the wrong python' >&2\nexit 3\n")
+        (decoy / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{decoy}:/usr/bin:/bin")
+    servers = [McpServer(name=n, command=[n, str(SERVER), "stdio"]) for n in ("python", "python3")]
+    async with McpTools(free, servers, scope=SCOPE, cwd=workspace) as running:
+        assert [(s.state, s.error) for s in running.statuses()] == [("running", None)] * 2
+        assert (await _call(free, "python3__add", a=2, b=3)).text_content == "5"
+
+
+def test_a_bare_command_is_looked_up_on_path_then_beside_the_interpreter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_path, env_bin = tmp_path / "path", tmp_path / "env" / "bin"
+    for folder, name in ((on_path, "served"), (env_bin, "served"), (env_bin, "console-script")):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text("#!/bin/sh\n")
+        (folder / name).chmod(0o755)
+    monkeypatch.setenv("PATH", str(on_path))
+    monkeypatch.setattr(sys, "executable", str(env_bin / "python"))
+    assert kernel_command("python") == str(env_bin / "python")
+    assert kernel_command("served") == "served"  # PATH wins: what the user's shell would run
+    assert kernel_command("console-script") == str(env_bin / "console-script")
+    assert kernel_command("missing") == "missing"  # left for the spawn to report as not found
+    assert kernel_command("./python") == "./python"
 
 
 @pytest.fixture

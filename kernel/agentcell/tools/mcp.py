@@ -21,7 +21,10 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import re
+import shutil
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,13 +46,33 @@ if TYPE_CHECKING:
 
     from ..agents import McpServer
 
-__all__ = ["McpConnection", "McpServerStatus", "McpTools"]
+__all__ = ["McpConnection", "McpServerStatus", "McpTools", "kernel_command"]
 
 log = logging.getLogger(__name__)
 
 State = Literal["stopped", "starting", "running", "failed", "crashed"]
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 _STDERR_TAIL = 2000
+
+
+def kernel_command(command: str) -> str:
+    """The program a stdio server's bare command names, as the user of a notebook means it.
+
+    A kernel is started by the absolute path of its environment's Python, so that environment's ``bin``
+    is often not on ``PATH`` (an unactivated virtualenv, a kernelspec run from JupyterLab elsewhere).
+    ``python`` then found another interpreter, one without the server's SDK. Like IPython's ``%pip``, a
+    bare ``python``/``python3`` means this process's interpreter; another bare name is looked up on
+    ``PATH`` and then in the interpreter's own ``bin``, where a console script the user installed
+    with ``%pip`` lives. Paths are left as written.
+    """
+    if os.sep in command or (os.altsep is not None and os.altsep in command):
+        return command
+    if command in {"python", "python3"} and sys.executable:
+        return sys.executable
+    if shutil.which(command) is not None:
+        return command
+    beside = shutil.which(command, path=str(Path(sys.executable).parent))
+    return beside if beside is not None else command
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +158,7 @@ class McpConnection:
         # The server's stderr goes to a file we can quote when it fails; stop() closes it.
         self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         command, *args = self.server.command
+        command = kernel_command(command)
         parameters = StdioServerParameters(command=command, args=args, env=self.server.env or None, cwd=self.cwd)
         return stdio_client(parameters, errlog=self._stderr)
 
