@@ -64,17 +64,44 @@ def _first_line(source: str) -> str:
     return line if len(line) <= 60 else line[:57] + "…"
 
 
+def _readable_notebook(path: Path) -> Any | None:
+    """The notebook at ``path``, if it can be run here; else ``None``, having said why on stderr."""
+    import nbformat
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    if not path.is_file():
+        print(f"agentcell run: no notebook at {path}", file=sys.stderr)
+        return None
+    try:
+        nb = nbformat.read(path, as_version=4)
+    except (ValueError, nbformat.ValidationError) as exc:
+        # JSONDecodeError, UnicodeDecodeError and nbformat's NotJSONError are ValueErrors; a traceback
+        # would only bury this one line.
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"agentcell run: {path.name} is not a readable notebook (nbformat 4): {reason}", file=sys.stderr)
+        return None
+    try:
+        KernelSpecManager().get_kernel_spec("agentcell")
+    except NoSuchKernel:
+        print(
+            "agentcell run: Jupyter has no 'agentcell' kernel here; register it with "
+            "`agentcell install --sys-prefix` (or `--user`) and run again",
+            file=sys.stderr,
+        )
+        return None
+    return nb
+
+
 def _run(args: argparse.Namespace) -> int:
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     path = Path(args.notebook).resolve()
-    if not path.exists():
-        print(f"agentcell run: no notebook at {path}", file=sys.stderr)
+    nb = _readable_notebook(path)
+    if nb is None:
         return 2
     out = Path(args.output).resolve() if args.output else path.with_name(f"{path.stem}.executed.ipynb")
-    nb = nbformat.read(path, as_version=4)
     # The kernel finds the notebook's session by its path; a headless run starts a fresh conversation
     # (mapped to the path, so opening the notebook later continues it) unless --continue is given.
     os.environ["JPY_SESSION_NAME"] = str(path)

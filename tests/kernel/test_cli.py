@@ -76,6 +76,42 @@ def test_run_reports_a_failing_cell_and_still_writes(kernel_env: dict[str, str],
     assert missing.returncode == 2 and "no notebook at" in missing.stderr
 
 
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"{}", "missing a key: cells"),
+        (b"print('a script, not a notebook')", "does not appear to be JSON"),
+        (b"\xff\xfe", "can't decode"),
+    ],
+)
+def test_run_refuses_an_unreadable_notebook_in_one_line(
+    kernel_env: dict[str, str], tmp_path: Path, content: bytes, reason: str
+) -> None:
+    (tmp_path / "broken.ipynb").write_bytes(content)
+    result = _run("run", str(tmp_path / "broken.ipynb"), env=kernel_env)
+    assert result.returncode == 2
+    assert "broken.ipynb is not a readable notebook (nbformat 4): " in result.stderr and reason in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "broken.executed.ipynb").exists()
+
+
+def test_run_says_how_to_register_a_missing_kernelspec(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    from agentcell.cli import main
+
+    def missing(self: KernelSpecManager, name: str) -> None:
+        raise NoSuchKernel(name)
+
+    monkeypatch.setattr(KernelSpecManager, "get_kernel_spec", missing)
+    nb = _notebook(tmp_path / "fine.ipynb", "hello")
+    assert main(["run", str(nb)]) == 2
+    assert "agentcell install --sys-prefix" in capsys.readouterr().err
+    assert not (tmp_path / "fine.executed.ipynb").exists()
+
+
 def test_install_writes_the_kernelspec(kernel_env: dict[str, str], tmp_path: Path) -> None:
     result = _run("install", "--prefix", str(tmp_path / "prefix"), env=kernel_env)
     assert result.returncode == 0, result.stderr
