@@ -212,6 +212,22 @@ def test_load_ext_and_agent_cells_in_a_plain_python_kernel(kernel_env: dict[str,
         assert "__agentcell__" not in execute(kc, "%who").stdout
 
 
+def test_the_extension_in_vs_code_records_next_to_the_notebook_vs_code_names(
+    kernel_env: dict[str, str], tmp_path: Path
+) -> None:
+    kernel_env.pop("JPY_SESSION_NAME", None)
+    kernel_env["AGENTCELL_REPLAY"] = "record"
+    notebook = tmp_path / "analysis.ipynb"
+    with running_kernel(kernel_env, kernel_name="python3", cwd=tmp_path) as (_, kc):
+        assert execute(kc, f"__vsc_ipynb_file__ = {str(notebook)!r}").status == "ok"  # as VS Code does
+        assert execute(kc, "%load_ext agentcell").status == "ok"
+        assert execute(kc, "%%agent\nhello from VS Code").status == "ok"
+        status = execute(kc, "%replay status").stdout
+    recording = tmp_path / "analysis.agentcell.jsonl"
+    assert recording.is_file() and "analysis.agentcell.jsonl" in status
+    assert "hello from VS Code" in recording.read_text()
+
+
 def test_kernel_info_and_is_complete(kernel_env: dict[str, str]) -> None:
     with running_kernel(kernel_env) as (_, kc):
         kc.kernel_info()

@@ -131,7 +131,12 @@ class NotebookAgent:
         self.shell = shell
         self.config = config
         config.host = self
-        self.notebook_path = os.environ.get("JPY_SESSION_NAME") or None
+        # Jupyter servers give a kernel its notebook's path in JPY_SESSION_NAME; VS Code instead sets
+        # __vsc_ipynb_file__ in the namespace when it starts the kernel, before `%load_ext agentcell`.
+        vscode_path = shell.user_ns.get("__vsc_ipynb_file__")
+        self.notebook_path: str | None = os.environ.get("JPY_SESSION_NAME") or (
+            vscode_path if isinstance(vscode_path, str) and vscode_path else None
+        )
         self.renderer_factory: RendererFactory = self._default_renderer
         self._engine: Engine | None = None
         self._session: Session | None = None
