@@ -1,0 +1,89 @@
+"""A gallery notebook opened in a real JupyterLab with no key, as on Binder: Run All replays its recording.
+
+Here the kernel learns its notebook from the server (``JPY_SESSION_NAME`` is the path relative to the
+server's root, and the kernel starts in the notebook's folder), which the nbclient tests do not reach.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import nbformat
+import pytest
+from playwright.sync_api import Page, expect
+
+from .lab import Lab, open_notebook, run_lab, screenshot, turn, wait_cell_done
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(240)]
+
+GALLERY = Path(__file__).resolve().parents[2] / "notebooks"
+CLOSED = "http://127.0.0.1:9"  # the discard port: nothing listens, so a live request fails at once
+
+
+@pytest.fixture(scope="module")
+def keyless_lab(tmp_path_factory: pytest.TempPathFactory, monkeypatch_module: pytest.MonkeyPatch) -> Iterator[Lab]:
+    base = tmp_path_factory.mktemp("binder-lab")
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AGENTCELL_MODEL", "AGENTCELL_REPLAY"):
+        monkeypatch_module.delenv(name, raising=False)  # run_lab passes os.environ on
+    (base / "data").mkdir()
+    env = {
+        "AGENTCELL_DB": str(base / "agentcell.db"),
+        "JUPYTER_DATA_DIR": str(base / "data"),
+        "ANTHROPIC_BASE_URL": CLOSED,
+        "OPENAI_BASE_URL": CLOSED,
+    }
+    with run_lab(base, env=env) as lab:
+        shutil.copytree(GALLERY, lab.root / "notebooks")
+        yield lab
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module() -> Iterator[pytest.MonkeyPatch]:
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+def recorded_replies(recording: Path) -> dict[str, str]:
+    """Each recorded request's prompt, and the text its response streamed."""
+    replies: dict[str, str] = {}
+    for line in recording.read_text().splitlines()[1:]:
+        entry = json.loads(line)
+        text = "".join(e.get("text", "") for e in entry["events"] if e["kind"] == "text_delta")
+        if text:
+            replies[entry["prompt"]] = text
+    return replies
+
+
+def test_run_all_on_the_quickstart_replays_its_recording_with_no_key(page: Page, keyless_lab: Lab) -> None:
+    notebook = keyless_lab.root / "notebooks" / "quickstart.ipynb"
+    replies = recorded_replies(notebook.with_name("quickstart.agentcell.jsonl"))
+    assert len(replies) == 2
+    # SmolLM2 at temperature 0 could answer live as it did when recording, so the proof that the turns
+    # were replayed is the replayer's own count, in a cell added at the end.
+    nb = nbformat.read(notebook, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("%replay status"))
+    nbformat.write(nb, notebook)
+    sources = [cell.source for cell in nb.cells]
+    last = len(sources) - 1
+
+    open_notebook(page, keyless_lab, "notebooks/quickstart.ipynb")
+    page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
+    page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
+    wait_cell_done(page, last, timeout=120_000)
+
+    for prompt, reply in replies.items():
+        index = next(i for i, source in enumerate(sources) if source.rstrip().endswith(prompt))
+        view = turn(page, index)
+        expect(view.locator(".ac-turn-status")).to_have_text("done: end_turn", timeout=30_000)
+        # The widget renders the reply as Markdown; compare its words, as the reader sees them.
+        shown = " ".join(view.locator(".ac-message").last.inner_text().split())
+        assert shown == " ".join(reply.split())
+    status = page.locator(".jp-Notebook .jp-Cell").nth(last).locator(".jp-OutputArea-output")
+    expect(status).to_contain_text("replay mode: auto")
+    expect(status).to_contain_text("(3 requests, 3 replayed); sent live: 0; not recorded: 0")
+    assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
+    screenshot(page, "quickstart-replayed-in-lab")
