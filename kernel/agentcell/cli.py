@@ -13,7 +13,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from nbformat import NotebookNode
 
 __all__ = ["main"]
 
@@ -64,7 +67,7 @@ def _first_line(source: str) -> str:
     return line if len(line) <= 60 else line[:57] + "…"
 
 
-def _readable_notebook(path: Path) -> Any | None:
+def _readable_notebook(path: Path) -> NotebookNode | None:
     """The notebook at ``path``, if it can be run here; else ``None``, having said why on stderr."""
     import nbformat
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
@@ -73,7 +76,7 @@ def _readable_notebook(path: Path) -> Any | None:
         print(f"agentcell run: no notebook at {path}", file=sys.stderr)
         return None
     try:
-        nb = nbformat.read(path, as_version=4)
+        nb: NotebookNode = nbformat.read(path, as_version=4)
     except (ValueError, nbformat.ValidationError) as exc:
         # JSONDecodeError, UnicodeDecodeError and nbformat's NotJSONError are ValueErrors; a traceback
         # would only bury this one line.
