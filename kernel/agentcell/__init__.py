@@ -57,7 +57,7 @@ if TYPE_CHECKING:
         ScriptedToolCall,
     )
     from .resources import FileResource, GitRepository, MemoryStoreResource
-    from .sessions import CustomToolResult, Session, SessionStats, TurnResult
+    from .sessions import CustomToolResult, Session, SessionStats, ToolChoice, TurnResult
     from .store import SQLiteStore, Store
     from .tools.approvals import ApprovalBroker
     from .tools.base import ToolCall, ToolResult
@@ -130,6 +130,7 @@ _LAZY: dict[str, str] = {
     "ToolCall": ".tools.base",
     "ToolFilter": ".agents",
     "ToolResult": ".tools.base",
+    "ToolChoice": ".sessions",
     "TurnResult": ".sessions",
     "UNSET": ".agents",
     "Usage": ".usage",
@@ -237,6 +238,7 @@ __all__ = [
     "TextRubric",
     "ThreadInfo",
     "ToolCall",
+    "ToolChoice",
     "ToolContext",
     "ToolDefinition",
     "ToolFilter",
