@@ -14,6 +14,7 @@ Every error agentcell raises derives from :class:`AgentCellError`::
     │   ├── ResourceMountError        a session resource could not be mounted (clone, upload, path)
     │   ├── ToolRegistrationError     a tool, restriction or guard cannot be registered as asked
     │   └── ConfigurationError        no usable model/provider for the requested name
+    ├── ApprovalUnavailable           an approval request reached no one who could answer it (the call is refused)
     ├── StoreError                    the event store cannot be used
     │   └── StoreVersionError         the database was written by a newer agentcell
     └── ProviderError                 a model request failed (HTTP, protocol, local model)
@@ -32,6 +33,7 @@ __all__ = [
     "AgentCellError",
     "AgentNotFoundError",
     "AgentVersionNotFoundError",
+    "ApprovalUnavailable",
     "ConfigurationError",
     "InvalidInputError",
     "NotFoundError",
@@ -105,6 +107,11 @@ class ResourceMountError(UserError):
 
 class ConfigurationError(UserError):
     """No provider can serve the requested model."""
+
+
+class ApprovalUnavailable(AgentCellError):  # noqa: N818 - the model reads the name in the refusal
+    """An approver could not reach anyone during the turn (no notebook view answered), so the call that
+    needed approval is refused unasked, as the permission preset says."""
 
 
 class StoreError(AgentCellError):

@@ -23,6 +23,7 @@ from pydantic import (
 from .usage import Budget, Usage
 
 __all__ = [
+    "PREVIEW_TYPES",
     "AgentCustomToolUse",
     "AgentMessage",
     "AgentThinking",
@@ -33,6 +34,7 @@ __all__ = [
     "BudgetReached",
     "ContentBlock",
     "ContentDelta",
+    "DeniedBy",
     "EndTurn",
     "ErrorInfo",
     "ErrorStop",
@@ -75,6 +77,7 @@ __all__ = [
     "UserMessage",
     "UserToolConfirmation",
     "event_adapter",
+    "is_preview",
     "stream_item_adapter",
     "utc_now",
 ]
@@ -203,12 +206,23 @@ class AgentToolUse(_EventBase):
     evaluated_permission: Literal["allow", "ask", "deny"] | None = None
 
 
+DeniedBy: TypeAlias = Literal["guard", "preset", "user", "no-approver", "no-view", "approver"]
+"""Who refused a tool call: a guard; the permission preset by itself; the user; nobody could be asked
+(``no-approver``: the session has no approver; ``no-view``: no notebook view answered during the turn);
+asking failed (``approver``)."""
+
+
 class AgentToolResult(_EventBase):
     type: Literal["agent.tool_result"] = "agent.tool_result"
     tool_use_id: str
     """The id of the ``agent.tool_use`` event this result answers."""
     content: list[ContentBlock] = []
     is_error: bool = False
+    error_code: str | None = None
+    """Why the call failed, as a stable code: ``DENIED`` and ``DECLINED`` (refused, see ``denied_by``),
+    ``UNKNOWN_TOOL``, ``INVALID_INPUT``, ``TIMEOUT``, ``INTERRUPTED``, ``TOOL_FAILED``..."""
+    denied_by: DeniedBy | None = None
+    """Set when the call was refused rather than run."""
     full_text: str | None = None
     """The whole output when ``content`` was cut for the model (itself capped at 1,000,000 characters)."""
 
@@ -500,38 +514,16 @@ class EventDelta(_Model):
 
 
 Preview: TypeAlias = Annotated[EventStart | EventDelta, Field(discriminator="type")]
-StreamItem: TypeAlias = Annotated[
-    UserMessage
-    | UserInterrupt
-    | UserToolConfirmation
-    | UserCustomToolResult
-    | UserDefineOutcome
-    | SystemMessage
-    | AgentMessage
-    | AgentThinking
-    | AgentToolUse
-    | AgentToolResult
-    | AgentCustomToolUse
-    | SessionStatusRunning
-    | SessionStatusIdle
-    | SessionStatusTerminated
-    | SessionError
-    | SessionUpdated
-    | SessionUsageEvent
-    | SessionThreadCreated
-    | SessionThreadStatusRunning
-    | SessionThreadStatusIdle
-    | SessionOutcomeUpdated
-    | AgentThreadMessageSent
-    | AgentThreadMessageReceived
-    | SpanModelRequestStart
-    | SpanModelRequestEnd
-    | SpanOutcomeEvaluationStart
-    | SpanOutcomeEvaluationEnd
-    | EventStart
-    | EventDelta,
-    Field(discriminator="type"),
-]
+StreamItem: TypeAlias = Annotated[Event | Preview, Field(discriminator="type")]
+"""What a session streams: durable events and the previews of their content (see :func:`is_preview`)."""
+
+PREVIEW_TYPES = frozenset({"event_start", "event_delta"})
+
+
+def is_preview(item: StreamItem) -> bool:
+    """True for a preview (never stored; its buffered event supersedes it), False for a durable event."""
+    return item.type in PREVIEW_TYPES
+
 
 event_adapter: TypeAdapter[Event] = TypeAdapter(Event)
 stream_item_adapter: TypeAdapter[StreamItem] = TypeAdapter(StreamItem)

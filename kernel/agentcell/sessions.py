@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, get_args
 
 from pydantic import BaseModel
 
@@ -63,6 +63,7 @@ from .events import (
     UserInterrupt,
     UserMessage,
     UserToolConfirmation,
+    is_preview,
     utc_now,
 )
 from .ids import new_id
@@ -319,8 +320,8 @@ class Session:
 
     def emit(self, item: StreamItem) -> None:
         """Append a buffered event durably (previews are not stored), then show it to every listener."""
-        if not item.type.startswith("event_"):
-            event: Event = item  # type: ignore[assignment]
+        if not is_preview(item):
+            event = cast(Event, item)
             self._engine.store.append(event)
             history = self._histories.get(event.thread_id)
             if history is not None:
@@ -532,8 +533,8 @@ class Session:
         async for item in self.send(message, tool_choice=tool_choice):
             if on_item is not None:
                 on_item(item)
-            if not item.type.startswith("event_"):
-                events.append(item)  # type: ignore[arg-type]
+            if not is_preview(item):
+                events.append(cast(Event, item))
                 if isinstance(item, SessionStatusIdle):
                     stop = item.stop_reason
         return TurnResult(stop_reason=stop, events=events)

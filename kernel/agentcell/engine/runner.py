@@ -522,6 +522,8 @@ class TurnRunner:
                 content=list(result.content),
                 is_error=result.is_error,
                 full_text=result.full_text,
+                error_code=result.error_code if result.is_error else None,
+                denied_by=result.denied_by,
             )
         )
 

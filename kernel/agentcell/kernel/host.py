@@ -265,15 +265,15 @@ class NotebookAgent:
             raise UsageError(str(exc)) from None
         # The renderer listens to the session itself rather than to this coroutine: when an interrupt
         # cancels us, the turn's closing events (answered tool calls, the idle status) still reach it.
-        from ..events import SessionStatusIdle
+        from ..events import SessionStatusIdle, is_preview
         from ..sessions import TurnResult
 
         seen: list[Event] = []
 
         def show(item: StreamItem) -> None:
             renderer.on_item(item)
-            if not item.type.startswith("event_"):
-                seen.append(item)  # type: ignore[arg-type]
+            if not is_preview(item):
+                seen.append(cast("Event", item))
 
         unsubscribe = session.subscribe(show)
         tool_choice, self.next_tool_choice = self.next_tool_choice, ()

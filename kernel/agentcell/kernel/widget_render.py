@@ -31,6 +31,7 @@ import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ApprovalUnavailable
 from ..events import EventDelta, EventStart, SpanModelRequestEnd, UserMessage
 from ..transcript import TurnView
 from .fallback_html import fallback_html
@@ -41,17 +42,13 @@ if TYPE_CHECKING:
     from ..sessions import Session, TurnResult
     from ..tools.base import ApprovalDecision, ApprovalRequest
 
-__all__ = ["HELLO_GRACE", "ApprovalUnavailable", "WidgetRenderer", "compact", "turn_costs"]
+__all__ = ["HELLO_GRACE", "WidgetRenderer", "compact", "turn_costs"]
 
 SPARKLINE_TURNS = 30
 """Earlier turns whose cost the widget's sparkline shows."""
 
 HELLO_GRACE = 5.0
 """Seconds from the start of a turn that a call needing approval waits for the view to announce itself."""
-
-
-class ApprovalUnavailable(Exception):  # noqa: N818 - the model reads the name in the refusal
-    """No view answered during the turn, so no one can be asked; the call is refused unasked."""
 
 
 def compact(item: StreamItem) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from ..events import ContentBlock, TextBlock
+from ..events import ContentBlock, DeniedBy, TextBlock
 from ..providers.base import ToolSchema
 
 __all__ = [
@@ -57,6 +57,8 @@ class ToolResult(BaseModel):
     """A stable code for failures the pipeline produced (``UNKNOWN_TOOL``, ``DENIED``, ``TOOL_FAILED``...)."""
     full_text: str | None = None
     """The untruncated text output when ``content`` was shortened for the model (itself capped)."""
+    denied_by: DeniedBy | None = None
+    """Who refused the call, when the pipeline refused it rather than run it (set by the registry)."""
 
     @classmethod
     def text(cls, text: str) -> ToolResult:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeAlias
 
+from ..events import DeniedBy
 from .base import Permission, ToolCall, ToolResult
 from .permissions import Access, PathUse, PermissionPolicy
 
@@ -127,7 +128,7 @@ class ToolOutcome:
     """The preset's verdict before asking (None when the pipeline stopped before the permission check)."""
     approved: bool | None = None
     """The user's answer when they were asked; None when nobody was asked."""
-    denied_by: str | None = None
+    denied_by: DeniedBy | None = None
     """Who refused the call: ``guard``, ``preset``, ``user``, ``no-approver`` or ``approver`` (it failed)."""
     seconds: float = 0.0
 

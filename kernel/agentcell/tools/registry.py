@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Generic, Literal, TypeVar
 
-from ..errors import ToolRegistrationError
+from ..errors import ApprovalUnavailable, ToolRegistrationError
+from ..events import DeniedBy
 from ..providers.base import ToolSchema
 from .base import (
     ApprovalDecision,
@@ -93,7 +94,7 @@ class _Run:
     definition: ToolDefinition | None = None
     permission: Permission | None = None
     approved: bool | None = None
-    denied_by: str | None = None
+    denied_by: DeniedBy | None = None
 
 
 class ToolRegistry:
@@ -357,7 +358,9 @@ class ToolRegistry:
             token=token,
             call=state.call,
             definition=state.definition,
-            result=truncate(result, self.max_model_chars, self.max_log_chars),
+            result=truncate(result, self.max_model_chars, self.max_log_chars).model_copy(
+                update={"denied_by": state.denied_by}
+            ),
             stage=stage,
             permission=state.permission,
             approved=state.approved,
@@ -436,6 +439,9 @@ class ToolRegistry:
         request = ApprovalRequest(call=state.call, reason=verdict.reason, keys=verdict.keys, preset=policy.preset)
         try:
             answer = await approver(request)
+        except ApprovalUnavailable as exc:
+            state.denied_by = "no-view"
+            return ToolResult.error(f"not run: {_describe(exc)}", "DENIED")
         except Exception as exc:
             state.denied_by = "approver"
             return ToolResult.error(f"not run: asking the user failed ({_describe(exc)})", "APPROVAL_FAILED")
