@@ -150,6 +150,13 @@ class _Turn:
         self.queue: asyncio.Queue[object] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None
         self.threads: ThreadManager | None = None
+        self.events: list[Event] = []
+        """The turn's buffered events so far, in order."""
+
+    def see(self, item: StreamItem) -> None:
+        if not is_preview(item):
+            self.events.append(cast(Event, item))
+        self.queue.put_nowait(item)
 
 
 def parse_budget(budget: object) -> Budget | None:
@@ -179,6 +186,7 @@ class Session:
         self._usage: Usage | None = None
         self._reserved = Decimal(0)
         self._turn: _Turn | None = None
+        self._last_turn: TurnResult | None = None
         self._listeners: list[Callable[[StreamItem], None]] = []
         self._lock = threading.Lock()
         self._steering: dict[str | None, list[list[ContentBlock]]] = {}
@@ -285,6 +293,12 @@ class Session:
                     history.apply(event)
             self._histories[thread_id] = history
         return history
+
+    @property
+    def last_turn(self) -> TurnResult | None:
+        """The latest turn this handle ran, once it has ended: set however it ended (an interrupt that
+        cancelled the caller included), before ``send``/``ask`` return or raise. None before any turn."""
+        return self._last_turn
 
     @property
     def outcome(self) -> Outcome | None:
@@ -433,7 +447,7 @@ class Session:
                 )
             turn = _Turn(asyncio.get_running_loop())
             self._turn = turn
-        unsubscribe = self.subscribe(turn.queue.put_nowait)
+        unsubscribe = self.subscribe(turn.see)
         turn.task = turn.loop.create_task(self._run_turn(turn, opening, unsubscribe, tool_choices))
         return turn
 
@@ -481,6 +495,7 @@ class Session:
             if isinstance(stop, BudgetReached):
                 self.emit(self.make(SessionUsageEvent, usage=self.usage, budget=self.budget))
             self.emit(self.make(SessionStatusIdle, stop_reason=stop))
+            self._last_turn = TurnResult(stop_reason=stop, events=turn.events)
             with self._lock:
                 self._turn = None
             unsubscribe()
@@ -528,16 +543,11 @@ class Session:
         tool_choice: ToolChoice = None,
     ) -> TurnResult:
         """Run one turn to its end and return what it produced; ``on_item`` sees every item as it streams."""
-        events: list[Event] = []
-        stop: StopReason = EndTurn()
         async for item in self.send(message, tool_choice=tool_choice):
             if on_item is not None:
                 on_item(item)
-            if not is_preview(item):
-                events.append(cast(Event, item))
-                if isinstance(item, SessionStatusIdle):
-                    stop = item.stop_reason
-        return TurnResult(stop_reason=stop, events=events)
+        assert self._last_turn is not None  # send() returns only once the turn ended
+        return self._last_turn
 
     def send_sync(self, message: Input, *, tool_choice: ToolChoice = None) -> TurnResult:
         """:meth:`ask` for scripts without an event loop."""

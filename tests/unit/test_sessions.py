@@ -143,6 +143,29 @@ async def test_a_second_message_while_running_is_refused(db_path: Path) -> None:
     await engine.aclose()
 
 
+async def test_the_turn_result_survives_a_cancelled_caller(db_path: Path) -> None:
+    """A kernel interrupt cancels the coroutine awaiting ask(); the turn's result is still there, whole."""
+    engine, _ = scripted_engine(
+        db_path,
+        [ScriptedResponse(steps=[ScriptedText(text="partial "), ScriptedDelay(seconds=5), ScriptedText(text="x")])],
+    )
+    session = engine.sessions.create(agent=engine.agents.create(name="a", model="scripted").id)
+    assert session.last_turn is None
+    streaming = event_seen(session, "event_delta")
+    caller = asyncio.create_task(session.ask("go"))
+    await streaming.wait()
+    caller.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await caller
+    result = session.last_turn
+    assert result is not None and result.stop_reason.type == "interrupted"
+    assert [e.id for e in result.events] == [e.id for e in session.events()]
+    assert result.text == "partial "
+    assert (await session.ask("again")).stop_reason.type == "end_turn"
+    assert session.last_turn is not result
+    await engine.aclose()
+
+
 def test_a_session_reopens_from_the_store_alone(db_path: Path) -> None:
     engine, _ = scripted_engine(db_path, [ScriptedResponse(steps=[ScriptedText(text="first answer")])])
     agent = engine.agents.create(name="a", model="scripted")
