@@ -134,7 +134,9 @@ def test_interrupt_mid_stream_and_mid_tool(kernel_env: dict[str, str], tmp_path:
     with running_kernel(kernel_env) as (km, kc):
         execute(kc, "%config AgentCell.renderer = 'markdown'")  # its display updates say what is under way
         for prompt, under_way in (("stream forever", "x x x"), ("run something slow", "python** — running")):
-            msg_id = kc.execute(prompt)
+            # stop_on_error=False: after an error reply ipykernel aborts requests that reach it before it
+            # dispatches its own "stop aborting" callback, which the next prompt, sent at once, can beat.
+            msg_id = kc.execute(prompt, stop_on_error=False)
             while True:  # wait until the stream, or the tool, is visibly under way
                 msg = kc.get_iopub_msg(timeout=20)
                 shown = msg["content"].get("data", {}).get("text/markdown", "")
