@@ -13,22 +13,29 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__
 
 if TYPE_CHECKING:
-    from .agents import UNSET, Agent, AgentRef, CustomTool, McpServer, MultiAgent, ToolFilter
-    from .engine.core import Engine
+    from .agents import AgentsAPI
+    from .core import Engine
+    from .engine.inputs import CustomToolResult, ToolChoice
     from .engine.outcomes import OutcomeSpec
+    from .engine.result import TurnResult
+    from .engine.stats import SessionStats
     from .engine.threads import ThreadInfo
     from .errors import (
         AgentCellError,
         AgentNotFoundError,
         AgentVersionNotFoundError,
+        ApprovalUnavailable,
+        BudgetExhaustedError,
         ConfigurationError,
         InvalidInputError,
         NotFoundError,
+        OutsideWorkspaceError,
         ProviderAuthError,
         ProviderConnectionError,
         ProviderError,
         ProviderProtocolError,
         ProviderStatusError,
+        ReplayMissError,
         ResourceMountError,
         SessionBusyError,
         SessionNotFoundError,
@@ -36,14 +43,17 @@ if TYPE_CHECKING:
         StoreError,
         StoreVersionError,
         ToolRegistrationError,
+        TurnFailedError,
+        TurnInterrupted,
+        TurnSignal,
         UserError,
     )
     from .events import Event, FileRubric, Outcome, StreamItem, TextBlock, TextRubric
-    from .files import UploadedFile
-    from .memory import MemoryNote, MemoryStore
+    from .files import FilesAPI
+    from .memory import MemoryStoresAPI
     from .providers._http import RetryPolicy
     from .providers.anthropic import AnthropicProvider
-    from .providers.base import ModelConfig, ModelRequest, Provider
+    from .providers.base import ModelRequest, Provider
     from .providers.defaults import default_model
     from .providers.local import LocalProvider
     from .providers.openai import OpenAIProvider
@@ -56,8 +66,15 @@ if TYPE_CHECKING:
         ScriptedThinking,
         ScriptedToolCall,
     )
-    from .resources import FileResource, GitRepository, MemoryStoreResource
-    from .sessions import CustomToolResult, Session, SessionStats, ToolChoice, TurnResult
+    from .records.agent import Agent, AgentRef, CustomTool, McpServer, MultiAgent, ToolFilter
+    from .records.common import UNSET, PermissionPreset
+    from .records.files import UploadedFile
+    from .records.memory import MemoryNote, MemoryStore
+    from .records.model import ModelConfig
+    from .records.resources import FileResource, GitRepository, MemoryStoreResource
+    from .records.session import SessionRecord
+    from .sessions import Session
+    from .sessions_api import SessionsAPI
     from .store import SQLiteStore, Store
     from .tools.approvals import ApprovalBroker
     from .tools.base import ToolCall, ToolResult
@@ -70,45 +87,53 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, str] = {
     "ALLOW": ".tools.definition",
-    "ApprovalBroker": ".tools.approvals",
-    "Deny": ".tools.definition",
-    "PermissionPolicy": ".tools.permissions",
-    "ToolContext": ".tools.definition",
-    "ToolDefinition": ".tools.definition",
-    "ToolRegistrationError": ".errors",
-    "ToolRegistry": ".tools.registry",
-    "default_registry": ".tools.registry",
-    "tool": ".tools.functions",
-    "untool": ".tools.functions",
-    "AnthropicProvider": ".providers.anthropic",
-    "LocalProvider": ".providers.local",
-    "OpenAIProvider": ".providers.openai",
-    "RetryPolicy": ".providers._http",
-    "default_model": ".providers.defaults",
-    "Agent": ".agents",
+    "Agent": ".records.agent",
     "AgentCellError": ".errors",
     "AgentNotFoundError": ".errors",
+    "AgentRef": ".records.agent",
     "AgentVersionNotFoundError": ".errors",
+    "AgentsAPI": ".agents",
+    "AnthropicProvider": ".providers.anthropic",
+    "ApprovalBroker": ".tools.approvals",
+    "ApprovalUnavailable": ".errors",
     "Budget": ".usage",
+    "BudgetExhaustedError": ".errors",
     "ConfigurationError": ".errors",
-    "CustomTool": ".agents",
-    "CustomToolResult": ".sessions",
-    "Engine": ".engine.core",
+    "CustomTool": ".records.agent",
+    "CustomToolResult": ".engine.inputs",
+    "Deny": ".tools.definition",
+    "Engine": ".core",
     "Event": ".events",
-    "FileResource": ".resources",
-    "GitRepository": ".resources",
+    "FileResource": ".records.resources",
+    "FileRubric": ".events",
+    "FilesAPI": ".files",
+    "GitRepository": ".records.resources",
     "InvalidInputError": ".errors",
-    "McpServer": ".agents",
-    "MemoryStoreResource": ".resources",
-    "ModelConfig": ".providers.base",
+    "LocalProvider": ".providers.local",
+    "McpServer": ".records.agent",
+    "MemoryNote": ".records.memory",
+    "MemoryStore": ".records.memory",
+    "MemoryStoreResource": ".records.resources",
+    "MemoryStoresAPI": ".memory",
+    "ModelConfig": ".records.model",
     "ModelRequest": ".providers.base",
+    "MultiAgent": ".records.agent",
     "NotFoundError": ".errors",
+    "OpenAIProvider": ".providers.openai",
+    "Outcome": ".events",
+    "OutcomeSpec": ".engine.outcomes",
+    "OutsideWorkspaceError": ".errors",
+    "PermissionPolicy": ".tools.permissions",
+    "PermissionPreset": ".records.common",
     "Provider": ".providers.base",
     "ProviderAuthError": ".errors",
     "ProviderConnectionError": ".errors",
     "ProviderError": ".errors",
     "ProviderProtocolError": ".errors",
     "ProviderStatusError": ".errors",
+    "ReplayMissError": ".errors",
+    "ResourceMountError": ".errors",
+    "RetryPolicy": ".providers._http",
     "SQLiteStore": ".store",
     "ScriptedDelay": ".providers.scripted",
     "ScriptedError": ".providers.scripted",
@@ -120,32 +145,37 @@ _LAZY: dict[str, str] = {
     "Session": ".sessions",
     "SessionBusyError": ".errors",
     "SessionNotFoundError": ".errors",
-    "SessionStats": ".sessions",
+    "SessionRecord": ".records.session",
+    "SessionStats": ".engine.stats",
     "SessionTerminatedError": ".errors",
+    "SessionsAPI": ".sessions_api",
     "Store": ".store",
     "StoreError": ".errors",
     "StoreVersionError": ".errors",
     "StreamItem": ".events",
     "TextBlock": ".events",
+    "TextRubric": ".events",
+    "ThreadInfo": ".engine.threads",
     "ToolCall": ".tools.base",
-    "ToolFilter": ".agents",
+    "ToolChoice": ".engine.inputs",
+    "ToolContext": ".tools.definition",
+    "ToolDefinition": ".tools.definition",
+    "ToolFilter": ".records.agent",
+    "ToolRegistrationError": ".errors",
+    "ToolRegistry": ".tools.registry",
     "ToolResult": ".tools.base",
-    "ToolChoice": ".sessions",
-    "TurnResult": ".sessions",
-    "UNSET": ".agents",
+    "TurnFailedError": ".errors",
+    "TurnInterrupted": ".errors",
+    "TurnResult": ".engine.result",
+    "TurnSignal": ".errors",
+    "UNSET": ".records.common",
+    "UploadedFile": ".records.files",
     "Usage": ".usage",
     "UserError": ".errors",
-    "AgentRef": ".agents",
-    "MultiAgent": ".agents",
-    "OutcomeSpec": ".engine.outcomes",
-    "ThreadInfo": ".engine.threads",
-    "FileRubric": ".events",
-    "Outcome": ".events",
-    "TextRubric": ".events",
-    "UploadedFile": ".files",
-    "MemoryNote": ".memory",
-    "MemoryStore": ".memory",
-    "ResourceMountError": ".errors",
+    "default_model": ".providers.defaults",
+    "default_registry": ".tools.registry",
+    "tool": ".tools.functions",
+    "untool": ".tools.functions",
 }
 
 
@@ -183,9 +213,12 @@ __all__ = [
     "AgentNotFoundError",
     "AgentRef",
     "AgentVersionNotFoundError",
+    "AgentsAPI",
     "AnthropicProvider",
     "ApprovalBroker",
+    "ApprovalUnavailable",
     "Budget",
+    "BudgetExhaustedError",
     "ConfigurationError",
     "CustomTool",
     "CustomToolResult",
@@ -194,6 +227,7 @@ __all__ = [
     "Event",
     "FileResource",
     "FileRubric",
+    "FilesAPI",
     "GitRepository",
     "InvalidInputError",
     "LocalProvider",
@@ -201,6 +235,7 @@ __all__ = [
     "MemoryNote",
     "MemoryStore",
     "MemoryStoreResource",
+    "MemoryStoresAPI",
     "ModelConfig",
     "ModelRequest",
     "MultiAgent",
@@ -208,13 +243,16 @@ __all__ = [
     "OpenAIProvider",
     "Outcome",
     "OutcomeSpec",
+    "OutsideWorkspaceError",
     "PermissionPolicy",
+    "PermissionPreset",
     "Provider",
     "ProviderAuthError",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderProtocolError",
     "ProviderStatusError",
+    "ReplayMissError",
     "ResourceMountError",
     "RetryPolicy",
     "SQLiteStore",
@@ -228,8 +266,10 @@ __all__ = [
     "Session",
     "SessionBusyError",
     "SessionNotFoundError",
+    "SessionRecord",
     "SessionStats",
     "SessionTerminatedError",
+    "SessionsAPI",
     "Store",
     "StoreError",
     "StoreVersionError",
@@ -245,7 +285,10 @@ __all__ = [
     "ToolRegistrationError",
     "ToolRegistry",
     "ToolResult",
+    "TurnFailedError",
+    "TurnInterrupted",
     "TurnResult",
+    "TurnSignal",
     "UploadedFile",
     "Usage",
     "UserError",

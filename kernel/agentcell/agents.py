@@ -1,48 +1,30 @@
-"""Agents and their immutable versions.
+"""``engine.agents``: creating, updating and listing agents and their immutable versions.
 
 Creating an agent makes version 1; every update that changes something makes the next version and leaves
 the earlier ones untouched. List fields (``tools``, ``mcp_servers``, ``skills``) are replaced whole: omit
 one to keep it, pass ``[]`` to clear it. ``system`` takes up to 100,000 characters; ``None`` clears it.
 ``multiagent`` (may it spawn threads, of which agents) and ``advisor`` (a model it may consult) are
-likewise replaced whole, and ``None`` clears them.
+likewise replaced whole, and ``None`` clears them. The records themselves are in ``records/agent.py``.
 """
 
 from __future__ import annotations
 
 import builtins
-import enum
 import fnmatch
 from collections.abc import Mapping, Sequence
-from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias
-
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from typing import TYPE_CHECKING, Any
 
 from ._validation import check_metadata, validated
 from .errors import AgentNotFoundError, AgentVersionNotFoundError, InvalidInputError
-from .events import utc_now
 from .ids import new_id
-from .providers.base import ModelConfig
+from .records.agent import MAX_SYSTEM_CHARS, Agent, McpServer, MultiAgent, ToolSpec
+from .records.common import UNSET, Unset, utc_now
+from .records.model import ModelConfig
 
 if TYPE_CHECKING:
     from .store.base import Store
 
-__all__ = [
-    "DEFAULT_ADVISORS",
-    "MAX_SYSTEM_CHARS",
-    "UNSET",
-    "Agent",
-    "AgentRef",
-    "AgentsAPI",
-    "CustomTool",
-    "McpServer",
-    "MultiAgent",
-    "ToolFilter",
-    "ToolSpec",
-    "advisor_permitted",
-]
-
-MAX_SYSTEM_CHARS = 100_000
+__all__ = ["DEFAULT_ADVISORS", "AgentsAPI", "advisor_permitted"]
 
 DEFAULT_ADVISORS: Mapping[str, Sequence[str]] = {
     "scripted*": ("*",),
@@ -53,125 +35,6 @@ DEFAULT_ADVISORS: Mapping[str, Sequence[str]] = {
 """Which advisor models an agent's model may consult: executor pattern -> advisor patterns (shell-style,
 matched against model ids). The test double may consult anything; Claude models consult an Opus; the
 embedded model consults a local one. ``Engine(advisors=...)`` replaces it."""
-
-
-class _Unset(enum.Enum):
-    UNSET = "UNSET"
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-
-UNSET = _Unset.UNSET
-"""Marks an update argument as omitted (keep the current value), as opposed to ``None`` (clear it)."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class CustomTool(_Model):
-    """A tool the client answers: the turn pauses with ``requires_action`` until it sends the result."""
-
-    type: Literal["custom"] = "custom"
-    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
-    description: str = ""
-    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
-
-
-class ToolFilter(_Model):
-    """Which registered tools this agent sees: ``allow`` keeps only those names, ``deny`` removes names."""
-
-    type: Literal["filter"] = "filter"
-    allow: list[str] | None = None
-    deny: list[str] = []
-
-
-ToolSpec: TypeAlias = Annotated[CustomTool | ToolFilter, Field(discriminator="type")]
-
-
-class McpServer(_Model):
-    """An MCP server whose tools the agent gets under the prefix ``<name>__``."""
-
-    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
-    type: Literal["stdio", "http"] = "stdio"
-    command: list[str] = []
-    env: dict[str, str] = Field(default={}, repr=False)
-    """May hold secrets: stored with the agent version, left out of reprs and of ``Agent.snapshot()``."""
-    url: str | None = None
-    headers: dict[str, str] = Field(default={}, repr=False)
-    """May hold secrets (an ``Authorization`` header): stored, never shown, like ``env``."""
-
-    @model_validator(mode="after")
-    def _endpoint(self) -> McpServer:
-        if self.type == "stdio" and not self.command:
-            raise ValueError("a stdio MCP server needs a command")
-        if self.type == "http" and not self.url:
-            raise ValueError("an http MCP server needs a url")
-        return self
-
-
-class AgentRef(_Model):
-    """A saved agent a coordinator may spawn as a thread: its latest version, or the one pinned."""
-
-    id: str = Field(min_length=1)
-    version: int | None = Field(default=None, ge=1)
-
-
-class MultiAgent(_Model):
-    """What an agent may do with session threads."""
-
-    spawn_threads: bool = True
-    """Whether the agent gets the tools to spawn threads and wait for their results."""
-    agents: list[AgentRef] = []
-    """The predefined (saved) agents it may spawn."""
-    inline_agents: bool = False
-    """Whether it may define agents inline (a name, a system prompt, a model), which are not saved."""
-
-
-class Agent(_Model):
-    """One immutable version of an agent."""
-
-    id: str
-    version: int = Field(ge=1)
-    name: str = Field(min_length=1, max_length=256)
-    description: str | None = Field(default=None, max_length=2048)
-    model: ModelConfig
-    system: str | None = Field(default=None, max_length=MAX_SYSTEM_CHARS)
-    tools: list[ToolSpec] = []
-    mcp_servers: list[McpServer] = []
-    skills: list[str] = []
-    metadata: dict[str, str] = {}
-    multiagent: MultiAgent | None = None
-    """None: the agent works alone."""
-    advisor: str | None = Field(default=None, min_length=1)
-    """A model id the agent's primary thread may consult through the ``consult_advisor`` tool."""
-    created_at: datetime
-    updated_at: datetime
-
-    @field_validator("model", mode="before")
-    @classmethod
-    def _model_from_name(cls, value: object) -> object:
-        return {"id": value} if isinstance(value, str) else value
-
-    @model_validator(mode="after")
-    def _unique_names(self) -> Agent:
-        names = [t.name for t in self.tools if isinstance(t, CustomTool)]
-        if len(names) != len(set(names)):
-            raise ValueError("custom tool names must be unique")
-        servers = [s.name for s in self.mcp_servers]
-        if len(servers) != len(set(servers)):
-            raise ValueError("MCP server names must be unique")
-        return self
-
-    @property
-    def custom_tools(self) -> list[CustomTool]:
-        return [t for t in self.tools if isinstance(t, CustomTool)]
-
-    def snapshot(self) -> dict[str, Any]:
-        """The agent for events (``session.updated``): everything but the MCP servers' env and headers,
-        which may hold secrets (the stored agent version keeps them, to start the servers)."""
-        return self.model_dump(mode="json", exclude={"mcp_servers": {"__all__": {"env", "headers"}}})
 
 
 def _check_system(system: object) -> None:
@@ -246,16 +109,16 @@ class AgentsAPI:
         self,
         agent_id: str,
         *,
-        name: str | _Unset = UNSET,
-        model: str | ModelConfig | dict[str, Any] | _Unset = UNSET,
-        system: str | _Unset | None = UNSET,
-        description: str | _Unset | None = UNSET,
-        tools: list[ToolSpec] | list[dict[str, Any]] | _Unset = UNSET,
-        mcp_servers: list[McpServer] | list[dict[str, Any]] | _Unset = UNSET,
-        skills: list[str] | _Unset = UNSET,
-        metadata: dict[str, str] | _Unset = UNSET,
-        multiagent: MultiAgent | dict[str, Any] | _Unset | None = UNSET,
-        advisor: str | _Unset | None = UNSET,
+        name: str | Unset = UNSET,
+        model: str | ModelConfig | dict[str, Any] | Unset = UNSET,
+        system: str | Unset | None = UNSET,
+        description: str | Unset | None = UNSET,
+        tools: list[ToolSpec] | list[dict[str, Any]] | Unset = UNSET,
+        mcp_servers: list[McpServer] | list[dict[str, Any]] | Unset = UNSET,
+        skills: list[str] | Unset = UNSET,
+        metadata: dict[str, str] | Unset = UNSET,
+        multiagent: MultiAgent | dict[str, Any] | Unset | None = UNSET,
+        advisor: str | Unset | None = UNSET,
     ) -> Agent:
         """Make the next version from the latest. An update that changes nothing returns the latest."""
         current = self.get(agent_id)

@@ -1,5 +1,8 @@
-"""The Engine: one store, the provider and tool registries, and the agents and sessions APIs over them,
-plus the upload store (``engine.files``) and the memory stores (``engine.memory_stores``) sessions mount."""
+"""The Engine, the composition root: one store, the provider and tool registries, and the services over them
+— agents, sessions, the upload store (``engine.files``) and the memory stores (``engine.memory_stores``).
+
+Everything is built here and nowhere else: ``engine/`` (the turn) receives what it needs from the services
+through :class:`~agentcell.engine.deps.TurnDeps`, and never imports them."""
 
 from __future__ import annotations
 
@@ -10,35 +13,27 @@ from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..agents import DEFAULT_ADVISORS, Agent, AgentsAPI, McpServer
-from ..errors import ConfigurationError
-from ..files import FilesAPI
-from ..memory import MemoryStoresAPI
-from ..providers.base import ModelConfig, Provider
-from ..providers.defaults import register_http_providers
-from ..providers.local import register_local_provider
-from ..providers.registry import ProviderRegistry
-from ..providers.scripted import ScriptedProvider
-from ..sessions_api import SessionsAPI
-from ..store.base import Store
-from ..store.sqlite import SQLiteStore
-from ..tools.base import ToolHost
-from ..tools.registry import default_registry
+from .agents import DEFAULT_ADVISORS, AgentsAPI
+from .errors import ConfigurationError
+from .files import FilesAPI
+from .memory import MemoryStoresAPI
+from .providers.base import Provider
+from .providers.defaults import register_builtin_providers
+from .providers.registry import ProviderRegistry
+from .records.agent import Agent, McpServer
+from .sessions_api import SessionsAPI
+from .store.base import Store
+from .store.sqlite import SQLiteStore
+from .tools.base import ToolHost
+from .tools.registry import default_registry
 
 if TYPE_CHECKING:
-    from ..providers.replay import Replayer
-    from ..tools.mcp import McpServerStatus, McpTools
+    from .providers.replay import Replayer
+    from .tools.mcp import McpServerStatus, McpTools
 
 __all__ = ["Engine"]
 
 T = TypeVar("T")
-
-
-def _scripted(config: ModelConfig) -> Provider:
-    # "scripted" alone echoes; "scripted:/path/to/script.json" plays that file.
-    if config.id in ("", "scripted"):
-        return ScriptedProvider()
-    return ScriptedProvider.from_file(config.id)
 
 
 class Engine:
@@ -63,15 +58,13 @@ class Engine:
         data_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         """``advisors``: which advisor models an agent's model may consult (model pattern -> advisor
-        patterns, see ``agents.DEFAULT_ADVISORS``). ``data_dir``: where uploads and memory stores live;
-        by default next to the database (``<db>.files/``, ``<db>.memory.db``)."""
+        patterns, see ``agents.DEFAULT_ADVISORS``). ``data_dir``: where uploads live; by default next to
+        the database (``<db>.files/``). Memory stores live in the store itself."""
         if store is not None and db is not None:
             raise ValueError("pass either a database path or a store, not both")
         self.store: Store = store if store is not None else SQLiteStore(db)
         self.providers = ProviderRegistry()
-        self.providers.register("scripted", _scripted)
-        register_http_providers(self.providers)
-        register_local_provider(self.providers)
+        register_builtin_providers(self.providers)
         for prefix, provider in (providers or {}).items():
             self.providers.register(prefix, provider)
         self.replay = replay
@@ -86,8 +79,11 @@ class Engine:
             base = Path(data_dir) / base.name
         self.files = FilesAPI(base.with_name(f"{base.stem}.files"))
         """Uploaded files, mounted by sessions as ``{"type": "file", "file_id": ...}``."""
-        self.memory_stores = MemoryStoresAPI(base.with_name(f"{base.stem}.memory.db"))
+        self.memory_stores = MemoryStoresAPI(self.store)
         """Memory stores, attached by sessions as ``{"type": "memory_store", "memory_store_id": ...}``."""
+        legacy = base.with_name(f"{base.stem}.memory.db")  # where memory lived before schema 2
+        if isinstance(self.store, SQLiteStore) and legacy.is_file():
+            self.store.import_memory(legacy)
         self.sessions = SessionsAPI(self)
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_lock = threading.Lock()
@@ -106,8 +102,8 @@ class Engine:
             await current[1].stop()
         if not agent.mcp_servers:
             return []
-        from ..tools.mcp import McpTools
-        from ..tools.registry import ToolRegistry
+        from .tools.mcp import McpTools
+        from .tools.registry import ToolRegistry
 
         if not isinstance(self.tools, ToolRegistry):
             raise ConfigurationError("MCP servers need the engine's tools to be a ToolRegistry")
@@ -132,7 +128,7 @@ class Engine:
             pass
         else:
             coroutine.close()
-            from ..errors import UserError
+            from .errors import UserError
 
             raise UserError("an event loop is running here; use `await session.ask(...)` instead of send_sync")
         with self._sync_lock:

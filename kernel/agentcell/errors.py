@@ -14,7 +14,12 @@ Every error agentcell raises derives from :class:`AgentCellError`::
     │   ├── ResourceMountError        a session resource could not be mounted (clone, upload, path)
     │   ├── ToolRegistrationError     a tool, restriction or guard cannot be registered as asked
     │   └── ConfigurationError        no usable model/provider for the requested name
+    ├── TurnInterrupted               the running turn was interrupted (the notebook's stop button)
     ├── ApprovalUnavailable           an approval request reached no one who could answer it (the call is refused)
+    ├── OutsideWorkspaceError         a tool was asked for a path the permission preset does not let it touch
+    ├── TurnSignal                    internal: how the parts of a turn tell the loop to stop (never escapes it)
+    │   ├── BudgetExhaustedError      the next request's worst case does not fit what remains of the budget
+    │   └── TurnFailedError           the turn cannot go on (its session.error is already in the log)
     ├── StoreError                    the event store cannot be used
     │   └── StoreVersionError         the database was written by a newer agentcell
     └── ProviderError                 a model request failed (HTTP, protocol, local model)
@@ -22,26 +27,34 @@ Every error agentcell raises derives from :class:`AgentCellError`::
         ├── ProviderStatusError       any other HTTP error status, with the API's own message
         ├── ProviderConnectionError   the connection failed or was cut
         ├── ProviderProtocolError     the stream could not be understood (malformed data, bad order)
-        └── ReplayMissError           (agentcell.providers.replay) a request is not in the notebook's recording
+        └── ReplayMissError           a request is not in the notebook's recording
 
-User mistakes never lose recorded data: errors are raised before anything is appended.
+User mistakes never lose recorded data: errors are raised before anything is appended. Every class
+pickles and unpickles with its attributes (errors cross process and thread pools). The one deliberate
+exception outside the tree is ``tools.builtin.python.PythonInterrupted``, a ``BaseException`` raised
+inside the model's own code so that its ``except Exception`` cannot swallow an interrupt.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 __all__ = [
     "AgentCellError",
     "AgentNotFoundError",
     "AgentVersionNotFoundError",
     "ApprovalUnavailable",
+    "BudgetExhaustedError",
     "ConfigurationError",
     "InvalidInputError",
     "NotFoundError",
+    "OutsideWorkspaceError",
     "ProviderAuthError",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderProtocolError",
     "ProviderStatusError",
+    "ReplayMissError",
     "ResourceMountError",
     "SessionBusyError",
     "SessionNotFoundError",
@@ -49,6 +62,9 @@ __all__ = [
     "StoreError",
     "StoreVersionError",
     "ToolRegistrationError",
+    "TurnFailedError",
+    "TurnInterrupted",
+    "TurnSignal",
     "UserError",
 ]
 
@@ -74,6 +90,9 @@ class AgentNotFoundError(NotFoundError):
         super().__init__(f"no agent with id {agent_id!r}; list agents with engine.agents.list()")
         self.agent_id = agent_id
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.agent_id,))
+
 
 class AgentVersionNotFoundError(NotFoundError):
     def __init__(self, agent_id: str, version: int, latest: int) -> None:
@@ -82,11 +101,17 @@ class AgentVersionNotFoundError(NotFoundError):
         self.version = version
         self.latest = latest
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.agent_id, self.version, self.latest))
+
 
 class SessionNotFoundError(NotFoundError):
     def __init__(self, session_id: str) -> None:
         super().__init__(f"no session with id {session_id!r}; list sessions with engine.sessions.list()")
         self.session_id = session_id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.session_id,))
 
 
 class SessionBusyError(UserError):
@@ -109,9 +134,39 @@ class ConfigurationError(UserError):
     """No provider can serve the requested model."""
 
 
+class TurnInterrupted(AgentCellError):  # noqa: N818 - it is what the user sees: "TurnInterrupted"
+    """The running turn was interrupted (the kernel's stop button, or SIGINT)."""
+
+    def __str__(self) -> str:
+        return "the turn was interrupted; what it streamed so far is kept in the session"
+
+    def _render_traceback_(self) -> list[str]:  # IPython shows this instead of a traceback
+        return [f"TurnInterrupted: {self}"]
+
+
 class ApprovalUnavailable(AgentCellError):  # noqa: N818 - the model reads the name in the refusal
     """An approver could not reach anyone during the turn (no notebook view answered), so the call that
     needed approval is refused unasked, as the permission preset says."""
+
+
+class OutsideWorkspaceError(AgentCellError, PermissionError):
+    """A file tool was asked for a path the call was not permitted to touch."""
+
+
+class TurnSignal(AgentCellError):  # noqa: N818 - a signal between the parts of a turn, not a failure
+    """Internal: raised by a part of the turn (a request, the grader, the advisor) for the loop to stop."""
+
+
+class BudgetExhaustedError(TurnSignal):
+    """The next request's worst case does not fit what remains of the budget."""
+
+
+class TurnFailedError(TurnSignal):
+    """The turn cannot go on; the session.error event was already emitted."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
 
 
 class StoreError(AgentCellError):
@@ -128,6 +183,9 @@ class StoreVersionError(StoreError):
         self.path = path
         self.found = found
         self.supported = supported
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.path, self.found, self.supported))
 
 
 class ProviderError(AgentCellError):
@@ -156,6 +214,22 @@ class ProviderError(AgentCellError):
         self.error_type = error_type
         self.retryable = retryable
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = {
+            "provider": self.provider,
+            "status_code": self.status_code,
+            "error_type": self.error_type,
+            "retryable": self.retryable,
+            "retry_after": self.retry_after,
+        }
+        return (_rebuild_provider_error, (type(self), self.message, fields))
+
+
+def _rebuild_provider_error(cls: type[ProviderError], message: str, fields: dict[str, Any]) -> ProviderError:
+    error = cls.__new__(cls)
+    ProviderError.__init__(error, message, **fields)
+    return error
+
 
 class ProviderAuthError(ProviderError):
     """The credential was missing or refused. The message names the variable, never its value."""
@@ -171,3 +245,10 @@ class ProviderConnectionError(ProviderError):
 
 class ProviderProtocolError(ProviderError):
     """The provider sent data that does not follow its protocol."""
+
+
+class ReplayMissError(ProviderError):
+    """The request is not in the notebook's recording (and, in ``auto``, could not run live either)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, provider="replay", retryable=False)

@@ -8,7 +8,7 @@ The ``type`` strings and field names are the wire format, pinned by a snapshot t
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import (
@@ -20,6 +20,7 @@ from pydantic import (
     model_serializer,
 )
 
+from .records.common import PermissionPreset
 from .usage import Budget, Usage
 
 __all__ = [
@@ -79,12 +80,7 @@ __all__ = [
     "event_adapter",
     "is_preview",
     "stream_item_adapter",
-    "utc_now",
 ]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class _Model(BaseModel):
@@ -396,7 +392,7 @@ class SessionUpdated(_EventBase):
     budget: Budget | None = None
     metadata: dict[str, str] | None = None
     title: str | None = None
-    permissions: Literal["read-only", "workspace-write", "danger-full-access"] | None = None
+    permissions: PermissionPreset | None = None
     """The new permission preset, present only when it changed."""
 
     @model_serializer(mode="wrap")

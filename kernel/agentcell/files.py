@@ -13,30 +13,18 @@ import os
 import shutil
 import tempfile
 import threading
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 from .errors import InvalidInputError, NotFoundError
-from .events import utc_now
 from .ids import new_id
+from .records.common import utc_now
+from .records.files import UploadedFile
 
 __all__ = ["FilesAPI", "UploadedFile"]
 
 _CONTENT = "content"
 _META = "meta.json"
-
-
-@dataclass(frozen=True, slots=True)
-class UploadedFile:
-    id: str
-    filename: str
-    """The name the file had when it was uploaded."""
-    size: int
-    sha256: str
-    created_at: datetime
-    path: Path
-    """Where the store keeps it (read it; do not change it)."""
 
 
 class FilesAPI:

@@ -8,17 +8,18 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ._validation import check_metadata, validated
-from .agents import Agent
-from .errors import InvalidInputError, SessionNotFoundError
-from .events import utc_now
+from .engine.updates import check_title, parse_budget
+from .errors import SessionNotFoundError
 from .ids import new_id
-from .resources import Resource
-from .sessions import Session, parse_budget
-from .store.base import PermissionPreset, SessionRecord
+from .records.agent import Agent
+from .records.common import PermissionPreset, utc_now
+from .records.resources import Resource
+from .records.session import SessionRecord
+from .sessions import Session
 from .usage import Budget
 
 if TYPE_CHECKING:
-    from .engine.core import Engine
+    from .core import Engine
 
 __all__ = ["SessionsAPI"]
 
@@ -51,8 +52,7 @@ class SessionsAPI:
         else:
             agent_id = agent
         pinned = self._engine.agents.get(agent_id, version)
-        if title is not None and len(title) > 512:
-            raise InvalidInputError("a session title is at most 512 characters")
+        check_title(title)
         record = validated(
             SessionRecord,
             {

@@ -22,8 +22,9 @@ from agentcell import (
     ScriptedToolCall,
 )
 from agentcell import events as ev
+from agentcell.engine.mount import _git_env
+from agentcell.errors import ResourceMountError
 from agentcell.providers.base import ModelRequest, ToolSchema
-from agentcell.resources_mount import ResourceMountError, _git_env
 from agentcell.tools.base import ToolCall, ToolResult
 
 from .conftest import engine_over, text_of

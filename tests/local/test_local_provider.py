@@ -33,7 +33,8 @@ from agentcell.providers.base import (
     ToolResultPart,
     UsageUpdate,
 )
-from agentcell.providers.local import LocalProvider, register_local_provider
+from agentcell.providers.defaults import register_builtin_providers
+from agentcell.providers.local import LocalProvider
 from agentcell.providers.registry import ProviderRegistry
 
 from .conftest import CLOCK_TOOL, WEATHER_TOOL, collect, request
@@ -217,7 +218,7 @@ async def test_requests_the_model_cannot_serve_fail_as_provider_errors(provider:
 
 def test_the_registry_serves_the_bundled_model_and_gguf_paths(gguf: Path) -> None:
     registry = ProviderRegistry()
-    register_local_provider(registry)
+    register_builtin_providers(registry)
     for model_id in ("local:smollm2", "local", f"local:{gguf}"):
         resolved = registry.resolve(ModelConfig(id=model_id))
         assert isinstance(resolved.provider, LocalProvider) and resolved.provider.path == gguf.resolve()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agentcell.tools import PermissionPolicy, Preset, ToolRegistry
+from agentcell.tools import PermissionPolicy, PermissionPreset, ToolRegistry
 
 
 @pytest.fixture
@@ -28,15 +28,15 @@ def outside(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def registry_for(workspace: Path) -> Callable[[Preset], ToolRegistry]:
+def registry_for(workspace: Path) -> Callable[[PermissionPreset], ToolRegistry]:
     """A registry under ``preset`` over the workspace, with no permitted temp dirs (tmp_path is in one)."""
 
-    def make(preset: Preset) -> ToolRegistry:
+    def make(preset: PermissionPreset) -> ToolRegistry:
         return ToolRegistry(PermissionPolicy(preset, workspace, temp_dirs=()))
 
     return make
 
 
 @pytest.fixture
-def registry(registry_for: Callable[[Preset], ToolRegistry]) -> ToolRegistry:
+def registry(registry_for: Callable[[PermissionPreset], ToolRegistry]) -> ToolRegistry:
     return registry_for("workspace-write")

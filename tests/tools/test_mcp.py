@@ -14,9 +14,9 @@ import pytest
 from mcp.types import Tool, ToolAnnotations
 
 from agentcell import Engine
-from agentcell.agents import McpServer
 from agentcell.events import ImageBlock
-from agentcell.tools import Preset, ToolRegistry, ToolResult
+from agentcell.records.agent import McpServer
+from agentcell.tools import PermissionPreset, ToolRegistry, ToolResult
 from agentcell.tools.mcp import McpConnection, McpTools, kernel_command
 
 from ._support import Approvals, make_call
@@ -30,7 +30,7 @@ def _stdio(name: str) -> McpServer:
 
 
 @pytest.fixture
-def free(registry_for: Callable[[Preset], ToolRegistry]) -> ToolRegistry:
+def free(registry_for: Callable[[PermissionPreset], ToolRegistry]) -> ToolRegistry:
     return registry_for("danger-full-access")
 
 

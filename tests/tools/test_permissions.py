@@ -14,7 +14,7 @@ from agentcell.errors import InvalidInputError
 from agentcell.tools import (
     ApprovalDecision,
     PermissionPolicy,
-    Preset,
+    PermissionPreset,
     ToolContext,
     ToolDefinition,
     ToolRegistry,
@@ -49,7 +49,7 @@ def _register_kinds(registry: ToolRegistry, ran: list[str]) -> None:
 
 INSIDE, OUTSIDE = "notes.txt", "../outside/secret.txt"
 
-MATRIX: dict[Preset, dict[tuple[str, str | None], str]] = {
+MATRIX: dict[PermissionPreset, dict[tuple[str, str | None], str]] = {
     "read-only": {
         ("reader", INSIDE): "allow",
         ("reader", OUTSIDE): "ask",
@@ -85,7 +85,7 @@ MATRIX: dict[Preset, dict[tuple[str, str | None], str]] = {
 
 @pytest.mark.parametrize("preset", list(MATRIX))
 def test_each_preset_maps_each_access_to_its_answer(
-    registry_for: Callable[[Preset], ToolRegistry], outside: Path, preset: Preset
+    registry_for: Callable[[PermissionPreset], ToolRegistry], outside: Path, preset: PermissionPreset
 ) -> None:
     registry = registry_for(preset)
     _register_kinds(registry, [])
@@ -98,7 +98,7 @@ def test_each_preset_maps_each_access_to_its_answer(
 
 @pytest.mark.parametrize("preset", list(MATRIX))
 async def test_without_an_approver_asking_means_no_and_deny_never_asks(
-    registry_for: Callable[[Preset], ToolRegistry], outside: Path, preset: Preset
+    registry_for: Callable[[PermissionPreset], ToolRegistry], outside: Path, preset: PermissionPreset
 ) -> None:
     registry = registry_for(preset)
     ran: list[str] = []
@@ -170,7 +170,10 @@ async def test_a_call_whose_paths_cannot_be_told_is_denied(registry: ToolRegistr
 )
 @pytest.mark.parametrize("preset", list(MATRIX))
 async def test_a_path_that_cannot_be_resolved_is_denied_not_raised(
-    registry_for: Callable[[Preset], ToolRegistry], preset: Preset, tool: str, arguments: dict[str, Any]
+    registry_for: Callable[[PermissionPreset], ToolRegistry],
+    preset: PermissionPreset,
+    tool: str,
+    arguments: dict[str, Any],
 ) -> None:
     registry = registry_for(preset)
     for definition in file_tools():

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agentcell.events import ImageBlock, TextBlock
-from agentcell.tools import Preset, ToolRegistry, ToolResult
+from agentcell.tools import PermissionPreset, ToolRegistry, ToolResult
 from agentcell.tools.builtin import python_tool
 
 from ._support import Approvals, make_call
@@ -24,7 +24,7 @@ def namespace() -> dict[str, Any]:
 
 
 @pytest.fixture
-def python(registry_for: Callable[[Preset], ToolRegistry], namespace: dict[str, Any]) -> ToolRegistry:
+def python(registry_for: Callable[[PermissionPreset], ToolRegistry], namespace: dict[str, Any]) -> ToolRegistry:
     registry = registry_for("danger-full-access")
     registry.register(python_tool(namespace, timeout=5.0))
     return registry
@@ -135,7 +135,7 @@ async def test_only_the_codes_own_thread_is_captured(python: ToolRegistry, names
 
 
 async def test_python_runs_unasked_under_workspace_write_and_never_under_read_only(
-    registry_for: Callable[[Preset], ToolRegistry], namespace: dict[str, Any]
+    registry_for: Callable[[PermissionPreset], ToolRegistry], namespace: dict[str, Any]
 ) -> None:
     # The notebook's own kernel is the python tool's workspace: headless runs have nobody to ask.
     writable = registry_for("workspace-write")

@@ -11,7 +11,7 @@ import pytest
 from agentcell import Engine, ScriptedProvider, ScriptedResponse, ScriptedText, ScriptedToolCall
 from agentcell import events as ev
 from agentcell.errors import ApprovalUnavailable
-from agentcell.tools import ApprovalDecision, ApprovalRequest, Deny, PermissionPolicy, Preset, ToolRegistry
+from agentcell.tools import ApprovalDecision, ApprovalRequest, Deny, PermissionPolicy, PermissionPreset, ToolRegistry
 from agentcell.tools.builtin import file_tools
 
 Approver = Callable[[ApprovalRequest], Awaitable[bool | ApprovalDecision]]
@@ -34,7 +34,7 @@ def _result(
     registry: ToolRegistry,
     tool_input: dict[str, str],
     approver: Approver | None,
-    preset: Preset = "workspace-write",
+    preset: PermissionPreset = "workspace-write",
 ) -> ev.AgentToolResult:
     provider = ScriptedProvider(
         [

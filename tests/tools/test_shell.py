@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from agentcell.tools import Preset, ToolRegistry, ToolResult
+from agentcell.tools import PermissionPreset, ToolRegistry, ToolResult
 from agentcell.tools.builtin import bash_tool
 
 from ._support import Approvals, make_call
 
 
 @pytest.fixture
-def shell(registry_for: Callable[[Preset], ToolRegistry]) -> ToolRegistry:
+def shell(registry_for: Callable[[PermissionPreset], ToolRegistry]) -> ToolRegistry:
     registry = registry_for("danger-full-access")
     registry.register(bash_tool(max_output=2000))
     return registry
@@ -79,7 +79,7 @@ async def test_background_processes_holding_the_output_do_not_hang_the_call(shel
 
 
 async def test_bash_asks_under_workspace_write_and_is_refused_under_read_only(
-    registry_for: Callable[[Preset], ToolRegistry], workspace: Path
+    registry_for: Callable[[PermissionPreset], ToolRegistry], workspace: Path
 ) -> None:
     for preset, expected in (("workspace-write", "DECLINED"), ("read-only", "DENIED")):
         registry = registry_for(preset)  # type: ignore[arg-type]

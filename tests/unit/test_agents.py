@@ -14,7 +14,7 @@ from agentcell import (
     ModelConfig,
     StoreError,
 )
-from agentcell.agents import MAX_SYSTEM_CHARS
+from agentcell.records.agent import MAX_SYSTEM_CHARS
 
 
 def test_create_makes_version_one_and_update_the_next(engine: Engine) -> None:

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from ..errors import BudgetExhaustedError, TurnFailedError
 from ..events import AgentMessage, AgentToolResult, AgentToolUse, Event, TextBlock, UserMessage
 from ..providers.base import Message, ModelConfig, TextPart, ToolSchema
+from ..records.agent import Agent
 from ..tools.base import ToolCall, ToolResult
-from .runner import BudgetExhaustedError, SessionTool, TurnFailedError, TurnRunner
-
-if TYPE_CHECKING:
-    from ..agents import Agent
-    from ..sessions import Session
+from .deps import TurnDeps
+from .log import SessionLog
+from .request import SessionTool
+from .runner import TurnRunner
 
 __all__ = ["ADVISOR_SYSTEM", "ADVISOR_TOOL", "advisor_tools"]
 
@@ -33,7 +33,7 @@ ADVISOR_SYSTEM = (
 MAX_TRANSCRIPT_CHARS = 60_000
 
 
-def advisor_tools(session: Session, agent: Agent) -> list[SessionTool]:
+def advisor_tools(log: SessionLog, deps: TurnDeps, agent: Agent) -> list[SessionTool]:
     """``consult_advisor`` when the agent names an advisor model."""
     if agent.advisor is None:
         return []
@@ -43,10 +43,10 @@ def advisor_tools(session: Session, agent: Agent) -> list[SessionTool]:
         question = call.input.get("question")
         if not isinstance(question, str) or not question.strip():
             return ToolResult.error("consult_advisor needs a question", "INVALID_INPUT")
-        transcript = _transcript(session.events(), call.tool_use_id)
+        transcript = _transcript(list(log.events()), call.tool_use_id)
         prompt = f"The agent's conversation so far:\n{transcript}\n\nThe agent asks you: {question.strip()}"
         try:
-            response = await TurnRunner(session).request_once(
+            response = await TurnRunner(log, deps).request_once(
                 ModelConfig(id=advisor),
                 system=ADVISOR_SYSTEM,
                 messages=[Message(role="user", content=[TextPart(text=prompt)])],

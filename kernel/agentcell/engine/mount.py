@@ -12,7 +12,7 @@ session). At the start of the session's first turn (or on ``session.mount()``):
   ``<workspace>/uploads/<file_id>``).
 
 A mount path already holding that clone or file is left as it is (the agent may have changed it since).
-Memory stores are not files: they are reached through the memory tools (see ``memory.py``).
+Memory stores are not files: they are reached through the memory tools (see ``tools/builtin/memory.py``).
 """
 
 from __future__ import annotations
@@ -21,19 +21,19 @@ import base64
 import os
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-from .errors import NotFoundError, ResourceMountError
-from .resources import FileResource, GitRepository, MemoryStoreResource, Resource
+from ..errors import NotFoundError, ResourceMountError
+from ..records.resources import FileResource, GitRepository, Resource
 
 if TYPE_CHECKING:
-    from .agents import Agent
-    from .sessions import Session
+    from .deps import FileSource
 
-__all__ = ["Mounted", "ResourceMountError", "mount_path", "mount_resources", "system_prompt", "workspace_of"]
+__all__ = ["Mounted", "describe_mounts", "mount_path", "mount_resources", "workspace_for"]
 
 GIT_TIMEOUT = 600.0
 
@@ -46,14 +46,14 @@ class Mounted:
     """False when the path already held it."""
 
 
-def workspace_of(session: Session) -> Path:
-    """The directory the session's tools work in: its permission policy's workspace."""
-    from .tools.base import ToolCall
+def workspace_for(host: object, session_id: str) -> Path:
+    """The directory a session's tools work in: the tool host's permission policy's workspace for it."""
+    from ..tools.base import ToolCall
 
-    policy_for = getattr(session.tool_host, "policy_for", None)
+    policy_for = getattr(host, "policy_for", None)
     if policy_for is None:
         return Path.cwd().resolve()
-    probe = ToolCall(tool_use_id="", call_id="", name="", input={}, session_id=session.id)
+    probe = ToolCall(tool_use_id="", call_id="", name="", input={}, session_id=session_id)
     return Path(policy_for(probe).workspace)
 
 
@@ -78,18 +78,17 @@ def mount_path(resource: GitRepository | FileResource, workspace: Path) -> Path:
     return target
 
 
-def mount_resources(session: Session) -> list[Mounted]:
-    """Clone and copy the session's git repositories and files into its workspace (blocking: run it in a
+def mount_resources(resources: Sequence[Resource], workspace: Path, files: FileSource) -> list[Mounted]:
+    """Clone and copy a session's git repositories and files into its workspace (blocking: run it in a
     worker thread from async code). Raises ResourceMountError with what went wrong."""
-    workspace = workspace_of(session)
     mounted: list[Mounted] = []
-    for resource in session.record.resources:
+    for resource in resources:
         if isinstance(resource, GitRepository):
             target = mount_path(resource, workspace)
             mounted.append(Mounted(resource, target, _clone(resource, target)))
         elif isinstance(resource, FileResource):
             target = mount_path(resource, workspace)
-            mounted.append(Mounted(resource, target, _copy_upload(session, resource, target)))
+            mounted.append(Mounted(resource, target, _copy_upload(files, resource, target)))
     return mounted
 
 
@@ -185,9 +184,9 @@ def _clone(repo: GitRepository, target: Path) -> bool:
 # ---------------------------------------------------------------------------------------------- files
 
 
-def _copy_upload(session: Session, resource: FileResource, target: Path) -> bool:
+def _copy_upload(files: FileSource, resource: FileResource, target: Path) -> bool:
     try:
-        upload = session.engine.files.get(resource.file_id)
+        upload = files.get(resource.file_id)
     except NotFoundError as exc:
         raise ResourceMountError(str(exc)) from None
     if target.exists():
@@ -204,36 +203,28 @@ def _copy_upload(session: Session, resource: FileResource, target: Path) -> bool
 # ---------------------------------------------------------------------------------------------- prompt
 
 
-def system_prompt(session: Session, agent: Agent, *, primary: bool) -> str | None:
-    """The agent's system prompt, followed by what the session mounted and (in the primary thread, whose
-    agent has the memory tools) the memory section with each store's guidance."""
-    sections = [agent.system] if agent.system else []
-    resources = session.record.resources
+def describe_mounts(resources: Sequence[Resource], workspace: Path, files: FileSource) -> str | None:
+    """The system prompt's resources section: what the session mounted, and where."""
     mounts = [r for r in resources if isinstance(r, GitRepository | FileResource)]
-    if mounts:
-        workspace = workspace_of(session)
-        lines = ["# Resources", f"Mounted in the workspace ({workspace}):"]
-        for resource in mounts:
-            try:
-                where = mount_path(resource, workspace).relative_to(workspace)
-            except ResourceMountError:
-                continue
-            if isinstance(resource, GitRepository):
-                ref = resource.commit or resource.branch or "its default branch"
-                lines.append(f"- {where}/: a clone of the git repository {_public_url(resource.url)} at {ref}")
-            else:
-                name = _upload_name(session, resource.file_id)
-                lines.append(f"- {where}: the uploaded file {resource.file_id}{name}")
-        sections.append("\n".join(lines))
-    if primary and any(isinstance(r, MemoryStoreResource) for r in resources):
-        memory = session.engine.memory_stores.section(session.id)
-        if memory:
-            sections.append(memory)
-    return "\n\n".join(sections) if sections else None
+    if not mounts:
+        return None
+    lines = ["# Resources", f"Mounted in the workspace ({workspace}):"]
+    for resource in mounts:
+        try:
+            where = mount_path(resource, workspace).relative_to(workspace)
+        except ResourceMountError:
+            continue
+        if isinstance(resource, GitRepository):
+            ref = resource.commit or resource.branch or "its default branch"
+            lines.append(f"- {where}/: a clone of the git repository {_public_url(resource.url)} at {ref}")
+        else:
+            name = _upload_name(files, resource.file_id)
+            lines.append(f"- {where}: the uploaded file {resource.file_id}{name}")
+    return "\n".join(lines)
 
 
-def _upload_name(session: Session, file_id: str) -> str:
+def _upload_name(files: FileSource, file_id: str) -> str:
     try:
-        return f" ({session.engine.files.get(file_id).filename})"
+        return f" ({files.get(file_id).filename})"
     except NotFoundError:
         return ""

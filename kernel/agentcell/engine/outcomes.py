@@ -25,9 +25,9 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import Any, Literal, cast
 
-from ..errors import InvalidInputError
+from ..errors import BudgetExhaustedError, InvalidInputError, TurnFailedError
 from ..events import (
     AgentMessage,
     AgentToolResult,
@@ -50,15 +50,14 @@ from ..events import (
     TextRubric,
     UserDefineOutcome,
     UserMessage,
-    utc_now,
 )
 from ..ids import new_id
 from ..providers.base import Message, ModelConfig, ModelResponse, TextPart, ToolSchema
+from ..records.common import utc_now
 from ..usage import Usage
-from .runner import BudgetExhaustedError, TurnFailedError, TurnRunner
-
-if TYPE_CHECKING:
-    from ..sessions import Session
+from .deps import TurnDeps
+from .log import SessionLog
+from .runner import TurnRunner
 
 __all__ = ["GRADER_SYSTEM", "VERDICT_TOOL", "OutcomeLoop", "OutcomeSpec", "Verdict"]
 
@@ -111,25 +110,23 @@ class Verdict:
     explanation: str
 
 
-def define_event(session: Session, spec: OutcomeSpec) -> UserDefineOutcome:
+def define_event(log: SessionLog, deps: TurnDeps, spec: OutcomeSpec) -> UserDefineOutcome:
     """The ``user.define_outcome`` for ``spec``; raises InvalidInputError (nothing is appended) when it is
     not valid: an empty description or rubric, a rubric file that is not there, iterations outside 1-20."""
-    from ..resources_mount import workspace_of
-
     if not isinstance(spec.description, str) or not spec.description.strip():
         raise InvalidInputError("an outcome needs a description of what to produce")
     rubric = TextRubric(content=spec.rubric) if isinstance(spec.rubric, str) else spec.rubric
     if isinstance(rubric, TextRubric) and not rubric.content.strip():
         raise InvalidInputError("an outcome needs a rubric: the criteria the grader checks the work against")
     if isinstance(rubric, FileRubric):
-        _read_rubric_file(workspace_of(session), rubric.path)
+        _read_rubric_file(deps.workspace, rubric.path)
     if isinstance(spec.max_iterations, bool) or not isinstance(spec.max_iterations, int):
         raise InvalidInputError(f"max_iterations is an integer from 1 to 20, not {spec.max_iterations!r}")
     if not 1 <= spec.max_iterations <= 20:
         raise InvalidInputError(f"max_iterations is from 1 to 20, not {spec.max_iterations}")
     if spec.grader_model is not None:
-        session.resolve_model(ModelConfig(id=spec.grader_model))  # an unknown model fails now, not later
-    return session.make(
+        deps.resolve_model(ModelConfig(id=spec.grader_model))  # an unknown model fails now, not later
+    return log.make(
         UserDefineOutcome,
         outcome_id=new_id("outc"),
         description=spec.description.strip(),
@@ -155,10 +152,11 @@ def _read_rubric_file(root: Path, path: str) -> str:
 class OutcomeLoop:
     """Drives one outcome through its revision cycles (see the module docstring)."""
 
-    def __init__(self, session: Session, define: UserDefineOutcome) -> None:
-        self.session = session
+    def __init__(self, log: SessionLog, deps: TurnDeps, define: UserDefineOutcome) -> None:
+        self.log = log
+        self.deps = deps
         self.define = define
-        latest = session.outcome
+        latest = log.outcome
         if latest is not None and latest.outcome_id == define.outcome_id:
             self.state = latest
         else:
@@ -171,22 +169,22 @@ class OutcomeLoop:
         self._evaluation: SpanOutcomeEvaluationStart | None = None
 
     @classmethod
-    def active(cls, session: Session) -> OutcomeLoop | None:
+    def active(cls, log: SessionLog, deps: TurnDeps) -> OutcomeLoop | None:
         """The loop of the session's outcome still being worked on (paused for a custom tool), if any."""
-        state = session.outcome
+        state = log.outcome
         if state is None or state.terminal:
             return None
         define = next(
-            (e for e in reversed(session.events(types=("user.define_outcome",))) if isinstance(e, UserDefineOutcome)),
+            (e for e in reversed(list(log.events(types=("user.define_outcome",)))) if isinstance(e, UserDefineOutcome)),
             None,
         )
         if define is None or define.outcome_id != state.outcome_id:
             return None
-        return cls(session, define)
+        return cls(log, deps, define)
 
     def _update(self, **changes: Any) -> None:
         self.state = self.state.model_copy(update=changes)
-        self.session.emit(self.session.make(SessionOutcomeUpdated, outcome=self.state))
+        self.log.emit(self.log.make(SessionOutcomeUpdated, outcome=self.state))
 
     def _finish(self, status: str, explanation: str | None) -> None:
         changes: dict[str, Any] = {"status": status, "completed_at": utc_now()}
@@ -252,12 +250,12 @@ class OutcomeLoop:
     # ------------------------------------------------------------------------------------------ grading
 
     async def _evaluate(self) -> Verdict:
-        session = self.session
+        log = self.log
         self._update(status="evaluating")
-        self._evaluation = session.make(
+        self._evaluation = log.make(
             SpanOutcomeEvaluationStart, outcome_id=self.state.outcome_id, iteration=self.state.iteration
         )
-        session.emit(self._evaluation)
+        log.emit(self._evaluation)
         rubric = self._rubric()
         if rubric is None:
             path = cast(FileRubric, self.define.rubric).path
@@ -268,7 +266,7 @@ class OutcomeLoop:
             f"The agent's work in revision cycle {self.state.iteration} (counted from 0):\n{self._work()}\n\n"
             "Grade the work against the rubric and call submit_verdict."
         )
-        model = ModelConfig(id=self.define.grader_model) if self.define.grader_model else session.agent.model
+        model = ModelConfig(id=self.define.grader_model) if self.define.grader_model else log.agent.model
         settings = {
             "tool_choice": VERDICT_TOOL.name,
             # A forced tool call cannot be combined with extended thinking; the verdict is short.
@@ -276,7 +274,7 @@ class OutcomeLoop:
             "max_tokens": max(GRADER_MAX_TOKENS, model.max_tokens or 0),
             "temperature": 0,
         }
-        response = await TurnRunner(session).request_once(
+        response = await TurnRunner(log, self.deps).request_once(
             model,
             system=GRADER_SYSTEM,
             messages=[Message(role="user", content=[TextPart(text=prompt)])],
@@ -286,19 +284,17 @@ class OutcomeLoop:
         return parse_verdict(response)
 
     def _rubric(self) -> str | None:
-        from ..resources_mount import workspace_of
-
         rubric = self.define.rubric
         if isinstance(rubric, TextRubric):
             return rubric.content
         try:
-            return _read_rubric_file(workspace_of(self.session), rubric.path)
+            return _read_rubric_file(self.deps.workspace, rubric.path)
         except InvalidInputError:
             return None
 
     def _work(self) -> str:
         """The primary thread's events of this cycle, as text: since the cycle's ``running`` update."""
-        events = self.session.events()
+        events = list(self.log.events())
         start = 0
         for index, event in enumerate(events):
             if (
@@ -318,8 +314,7 @@ class OutcomeLoop:
         if self._evaluation is None:
             return Usage()
         total = Usage()
-        store = self.session.engine.store
-        for event in store.events(self.session.id, types=("span.model_request_end",), after_id=self._evaluation.id):
+        for event in self.log.events(types=("span.model_request_end",), after_id=self._evaluation.id):
             if isinstance(event, SpanModelRequestEnd) and event.thread_id is None:
                 total = total + event.model_usage
         return total
@@ -328,8 +323,8 @@ class OutcomeLoop:
         start, self._evaluation = self._evaluation, None
         if start is None:
             return
-        self.session.emit(
-            self.session.make(
+        self.log.emit(
+            self.log.make(
                 SpanOutcomeEvaluationEnd,
                 outcome_evaluation_start_id=start.id,
                 outcome_id=start.outcome_id,
@@ -346,7 +341,7 @@ class OutcomeLoop:
             f"The grader checked your work against the rubric: it needs revision. {explanation}\n\n"
             f"Revise the work (revision cycle {cycle} of at most {self.state.max_iterations - 1})."
         )
-        self.session.emit(self.session.make(SystemMessage, content=[TextBlock(text=text)]))
+        self.log.emit(self.log.make(SystemMessage, content=[TextBlock(text=text)]))
 
 
 def parse_verdict(response: ModelResponse) -> Verdict:

@@ -15,136 +15,65 @@ in while a request streams is delivered before the next request (see ``Session.s
 from __future__ import annotations
 
 import asyncio
-import math
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..errors import (
+    BudgetExhaustedError,
     ProviderAuthError,
     ProviderConnectionError,
     ProviderError,
     ProviderProtocolError,
+    TurnFailedError,
 )
 from ..events import (
-    AgentCustomToolUse,
-    AgentMessage,
-    AgentThinking,
     AgentToolResult,
     AgentToolUse,
     BudgetReached,
-    ContentDelta,
     EndTurn,
     ErrorInfo,
     ErrorStop,
-    EventDelta,
-    EventStart,
     MaxTurns,
-    PreviewRef,
     RequiresAction,
     SessionError,
     SpanModelRequestEnd,
     SpanModelRequestStart,
     StopReason,
-    TextBlock,
     UserMessage,
 )
-from ..ids import new_id
 from ..providers._http import RetryPolicy
 from ..providers.base import (
-    BlockStart,
     Message,
     ModelConfig,
     ModelRequest,
     ModelResponse,
     ModelSettings,
-    RedactedThinkingPart,
     ResponseAccumulator,
-    StreamEvent,
-    TextDelta,
-    TextPart,
-    ThinkingDelta,
-    ThinkingPart,
     ToolCallPart,
-    ToolInputDelta,
     ToolSchema,
-    shows_output,
 )
-from ..resources_mount import system_prompt
+from ..records.agent import Agent
 from ..tools.base import ToolCall, ToolResult
 from ..usage import Pricing, Usage, worst_case_cost
+from .deps import TurnDeps
+from .log import SessionLog
+from .request import SessionTool, offered_tools, system_prompt
+from .stream import Attempt, ResponseRecorder, cut_short_usage
 
 if TYPE_CHECKING:
-    from ..agents import Agent
     from ..providers.registry import ResolvedModel
-    from ..sessions import Session
 
-__all__ = ["BudgetExhaustedError", "SessionTool", "TurnFailedError", "TurnRunner"]
+__all__ = ["TurnRunner"]
 
 ENGINE_RETRY = RetryPolicy()
 """Retries of a request that failed after part of it was shown (the provider retries earlier failures)."""
 
 
-class BudgetExhaustedError(Exception):
-    """Internal: the next request's worst case does not fit what remains of the budget."""
-
-
-class TurnFailedError(Exception):
-    """Internal: the turn cannot go on; the session.error event was already emitted."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-@dataclass(frozen=True, slots=True)
-class SessionTool:
-    """A tool the engine itself offers a thread (spawning threads, consulting the advisor).
-
-    It is answered by the engine rather than the tool host, because it acts on the session (starts a
-    thread, makes a model request) rather than on the world: no permission preset applies to it.
-    """
-
-    schema: ToolSchema
-    run: Callable[[ToolCall], Awaitable[ToolResult]]
-    parallel: bool = True
-    describe: Callable[[], ToolSchema] | None = None
-    """The schema as it stands at each request, for a tool whose schema changes during a turn."""
-
-    def offered(self) -> ToolSchema:
-        return self.describe() if self.describe is not None else self.schema
-
-
-@dataclass
-class _Block:
-    event_id: str
-    kind: str
-    text: list[str] = field(default_factory=list)
-
-
-@dataclass
-class _Attempt:
-    """What one streaming attempt has shown so far."""
-
-    blocks: dict[int, _Block] = field(default_factory=dict)
-    shown: bool = False
-    generated_chars: int = 0
-    """Characters of text, thinking and tool input received: a floor for the output of a cut request."""
-
-    def see(self, event: StreamEvent) -> None:
-        self.shown = self.shown or shows_output(event)
-        if isinstance(event, TextDelta):
-            self.generated_chars += len(event.text)
-        elif isinstance(event, ThinkingDelta):
-            self.generated_chars += len(event.thinking)
-        elif isinstance(event, ToolInputDelta):
-            self.generated_chars += len(event.partial_json)
-
-
 class TurnRunner:
     def __init__(
         self,
-        session: Session,
+        log: SessionLog,
+        deps: TurnDeps,
         thread_id: str | None = None,
         *,
         tool_choices: Sequence[str] = (),
@@ -153,8 +82,10 @@ class TurnRunner:
     ) -> None:
         """``agent`` runs a spawned thread on an agent other than the session's (which may change between
         requests, when the session pins another version); ``tools`` are the engine's own tools offered."""
-        self.session = session
+        self.log = log
+        self.deps = deps
         self.thread_id = thread_id
+        self._recorder = ResponseRecorder(log, thread_id)
         self._agent = agent
         self._session_tools = {t.schema.name: t for t in tools}
         self._tool_choices = list(tool_choices)
@@ -165,7 +96,7 @@ class TurnRunner:
 
     @property
     def agent(self) -> Agent:
-        return self._agent if self._agent is not None else self.session.agent
+        return self._agent if self._agent is not None else self.log.agent
 
     # ------------------------------------------------------------------------------------------ loop
 
@@ -179,16 +110,16 @@ class TurnRunner:
             raise
 
     async def _loop(self) -> StopReason:
-        session = self.session
-        for _ in range(session.record.max_turns):
+        log = self.log
+        for _ in range(log.record.max_turns):
             self._deliver_steering()
             agent = self.agent
-            resolved = session.resolve_model(agent.model)
+            resolved = self.deps.resolve_model(agent.model)
             offered = self.offered_tools(agent)
             request = ModelRequest(
                 model=resolved.model,
-                system=system_prompt(session, agent, primary=self.thread_id is None),
-                messages=session.history(self.thread_id).messages(),
+                system=system_prompt(log, self.deps, agent, primary=self.thread_id is None),
+                messages=log.history(self.thread_id).messages(),
                 tools=offered,
                 settings=self._settings(resolved.config.settings()),
             )
@@ -211,38 +142,20 @@ class TurnRunner:
                 message = "the conversation no longer fits the model's context window; start a new session"
                 self._emit_error("context_window_exceeded", message)
                 return ErrorStop(message=message)
-            if session.steering_pending(self.thread_id):
+            if log.steering_pending(self.thread_id):
                 continue  # guidance came in while the answer streamed: the model gets to act on it
             return EndTurn()
         return MaxTurns()
 
     def _deliver_steering(self) -> None:
         """Put the guidance steered in since the last request into this thread's history, as user messages."""
-        for blocks in self.session.take_steering(self.thread_id):
-            self.session.emit(self.session.make(UserMessage, thread_id=self.thread_id, content=blocks))
+        for blocks in self.log.take_steering(self.thread_id):
+            self.log.emit(self.log.make(UserMessage, thread_id=self.thread_id, content=blocks))
 
     def offered_tools(self, agent: Agent) -> list[ToolSchema]:
-        """The tools the model sees: the host's for this agent, filtered by its ToolFilter, plus its custom
-        tools (in the primary thread only: a spawned thread has no client to answer them) and the engine's
-        own tools, which take precedence over a host tool of the same name."""
-        from ..agents import ToolFilter
-        from ..memory import visible_schemas
-
-        own = [t.offered() for t in self._session_tools.values()]
-        schemas = visible_schemas(self.session, agent, self.session.tool_host.schemas(agent.id))
-        for spec in agent.tools:
-            if isinstance(spec, ToolFilter):
-                allow = set(spec.allow) if spec.allow is not None else None
-                deny = set(spec.deny)
-                schemas = [s for s in schemas if (allow is None or s.name in allow) and s.name not in deny]
-        schemas = [s for s in schemas if s.name not in self._session_tools]
-        names = {s.name for s in schemas} | set(self._session_tools)
-        custom = [
-            ToolSchema(name=t.name, description=t.description, input_schema=t.input_schema)
-            for t in (agent.custom_tools if self.thread_id is None else [])
-            if t.name not in names
-        ]
-        return schemas + custom + own
+        return offered_tools(
+            self.log, self.deps, agent, thread_id=self.thread_id, own=list(self._session_tools.values())
+        )
 
     def _settings(self, settings: ModelSettings) -> ModelSettings:
         if not self._tool_choices:
@@ -266,7 +179,7 @@ class TurnRunner:
         Raises BudgetExhaustedError when it might not fit the budget, TurnFailedError when it failed (the
         ``session.error`` is already emitted).
         """
-        resolved = self.session.resolve_model(model)
+        resolved = self.deps.resolve_model(model)
         base = resolved.config.settings()
         request = ModelRequest(
             model=resolved.model,
@@ -283,26 +196,26 @@ class TurnRunner:
         Every attempt is billed, so every attempt reserves its own worst case first: a retry that might not
         fit what remains of the budget is not sent. ``record`` False: no previews and no content events.
         """
-        session = self.session
+        log = self.log
         pricing = resolved.provider.pricing(resolved.model)
         worst = worst_case_cost(pricing, resolved.provider.input_token_bound(request), request.settings.max_tokens)
         for attempt in range(ENGINE_RETRY.max_retries + 1):
-            if not session.reserve_budget(worst):
+            if not log.reserve_budget(worst):
                 raise BudgetExhaustedError
             try:
-                start = session.make(SpanModelRequestStart, thread_id=self.thread_id, model=resolved.config.id)
-                session.emit(start)
+                start = log.make(SpanModelRequestStart, thread_id=self.thread_id, model=resolved.config.id)
+                log.emit(start)
                 accumulator = ResponseAccumulator()
-                state = _Attempt()
+                state = Attempt()
                 try:
                     async for event in resolved.provider.stream(request):
                         accumulator.add(event)
                         state.see(event)
                         if record:
-                            self._preview(event, state)
+                            self._recorder.preview(event, state)
                     response = accumulator.finish()
                 except ProviderError as error:
-                    self._end_span(start, _cut_short_usage(accumulator.usage, state, request), pricing)
+                    self._end_span(start, cut_short_usage(accumulator.usage, state, request), pricing)
                     retry = state.shown and error.retryable and attempt < ENGINE_RETRY.max_retries
                     self._emit_error(_error_type(error), str(error), "retrying" if retry else "terminal")
                     if not retry:
@@ -310,15 +223,15 @@ class TurnRunner:
                     await asyncio.sleep(ENGINE_RETRY.delay(attempt, error.retry_after))
                     continue
                 except asyncio.CancelledError:
-                    self._keep_interrupted_text(state)
-                    self._end_span(start, _cut_short_usage(accumulator.usage, state, request), pricing)
+                    self._recorder.keep_interrupted_text(state)
+                    self._end_span(start, cut_short_usage(accumulator.usage, state, request), pricing)
                     raise
                 if record:
                     self._commit(response, state)
                 self._end_span(start, response.usage, pricing, stop_reason=response.stop_reason)
                 return response
             finally:
-                session.release_budget(worst)
+                log.release_budget(worst)
         raise AssertionError("unreachable: the last attempt either returns or raises")
 
     def _end_span(
@@ -326,8 +239,8 @@ class TurnRunner:
     ) -> None:
         """Close the request's span with its priced usage and add that to the session's usage."""
         priced = usage.model_copy(update={"list_cost": pricing(usage)})
-        self.session.emit(
-            self.session.make(
+        self.log.emit(
+            self.log.make(
                 SpanModelRequestEnd,
                 thread_id=self.thread_id,
                 model_request_start_id=start.id,
@@ -336,135 +249,41 @@ class TurnRunner:
                 stop_reason=stop_reason,
             )
         )
-        self.session.add_usage(priced, thread_id=self.thread_id)
+        self.log.add_usage(priced, thread_id=self.thread_id)
 
-    def _preview(self, event: StreamEvent, state: _Attempt) -> None:
-        session = self.session
-        match event:
-            case BlockStart(block=TextPart()):
-                block = _Block(new_id("sevt"), "agent.message")
-                state.blocks[event.index] = block
-                session.emit(
-                    EventStart(event=PreviewRef(type="agent.message", id=block.event_id), thread_id=self.thread_id)
-                )
-            case BlockStart(block=ThinkingPart() | RedactedThinkingPart()):
-                block = _Block(new_id("sevt"), "agent.thinking")
-                state.blocks[event.index] = block
-                session.emit(
-                    EventStart(event=PreviewRef(type="agent.thinking", id=block.event_id), thread_id=self.thread_id)
-                )
-            case BlockStart(block=ToolCallPart()):
-                state.blocks[event.index] = _Block(new_id("sevt"), "agent.tool_use")
-            case TextDelta():
-                open_block = state.blocks.get(event.index)
-                if open_block is not None and event.text:
-                    open_block.text.append(event.text)
-                    session.emit(
-                        EventDelta(
-                            event_id=open_block.event_id,
-                            delta=ContentDelta(index=0, content=TextBlock(text=event.text)),
-                            thread_id=self.thread_id,
-                        )
-                    )
-            case _:
-                pass
-
-    def _commit(self, response: ModelResponse, state: _Attempt) -> None:
-        """Emit the buffered events of a complete response, reusing each preview's id."""
-        session = self.session
+    def _commit(self, response: ModelResponse, state: Attempt) -> None:
+        """Record the complete response; its tool calls wait to be run (custom ones, for the client)."""
         custom = {t.name for t in self.agent.custom_tools} if self.thread_id is None else set()
-        # Every content block began with a BlockStart, so blocks and content line up by index.
-        ids = [state.blocks[i].event_id for i in sorted(state.blocks)]
-        for event_id, part in zip(ids, response.content, strict=True):
-            match part:
-                case TextPart():
-                    session.emit(
-                        session.make(
-                            AgentMessage,
-                            id=event_id,
-                            thread_id=self.thread_id,
-                            content=[TextBlock(text=part.text)],
-                        )
-                    )
-                case ThinkingPart():
-                    session.emit(
-                        session.make(
-                            AgentThinking,
-                            id=event_id,
-                            thread_id=self.thread_id,
-                            thinking=part.thinking,
-                            signature=part.signature,
-                        )
-                    )
-                case RedactedThinkingPart():
-                    session.emit(
-                        session.make(AgentThinking, id=event_id, thread_id=self.thread_id, redacted_data=part.data)
-                    )
-                case ToolCallPart() if part.name in custom:
-                    self._custom_pending.append(event_id)
-                    session.emit(
-                        session.make(
-                            AgentCustomToolUse,
-                            id=event_id,
-                            thread_id=self.thread_id,
-                            call_id=part.id,
-                            name=part.name,
-                            input=part.input,
-                        )
-                    )
-                case ToolCallPart():
-                    call = ToolCall(
-                        tool_use_id=event_id,
-                        call_id=part.id,
-                        name=part.name,
-                        input=part.input,
-                        scope=self.agent.id,
-                        session_id=session.id,
-                        thread_id=self.thread_id,
-                        preset=session.record.permissions,
-                    )
-                    # "ask" tells a front end the call will wait for user.tool_confirmation.
-                    evaluated = self._evaluate_permission(call)
-                    session.emit(
-                        session.make(
-                            AgentToolUse,
-                            id=event_id,
-                            thread_id=self.thread_id,
-                            call_id=part.id,
-                            name=part.name,
-                            input=part.input,
-                            evaluated_permission=evaluated,
-                        )
-                    )
-                    self._unanswered[event_id] = call
+        for use in self._recorder.commit(response, state, custom=custom, evaluate=self._evaluate_permission):
+            if isinstance(use, AgentToolUse):
+                self._unanswered[use.id] = self._call(use.id, use.call_id, use.name, use.input)
+            else:
+                self._custom_pending.append(use.id)
 
-    def _evaluate_permission(self, call: ToolCall) -> Literal["allow", "ask", "deny"] | None:
+    def _call(self, tool_use_id: str, call_id: str, name: str, tool_input: dict[str, Any]) -> ToolCall:
+        return ToolCall(
+            tool_use_id=tool_use_id,
+            call_id=call_id,
+            name=name,
+            input=tool_input,
+            scope=self.agent.id,
+            session_id=self.log.id,
+            thread_id=self.thread_id,
+            preset=self.log.record.permissions,
+        )
+
+    def _evaluate_permission(self, event_id: str, part: ToolCallPart) -> Literal["allow", "ask", "deny"] | None:
         """What the preset says of the call, for front ends; a host that cannot tell says nothing."""
-        if call.name in self._session_tools:
+        if part.name in self._session_tools:
             return "allow"  # the engine's own tools act on the session, not the world: no preset applies
-        evaluate = getattr(self.session.tool_host, "evaluate_permission", None)
+        evaluate = getattr(self.deps.tools, "evaluate_permission", None)
         if evaluate is None:
             return None
         try:
-            verdict: Literal["allow", "ask", "deny"] = evaluate(call)
+            verdict: Literal["allow", "ask", "deny"] = evaluate(self._call(event_id, part.id, part.name, part.input))
         except Exception:  # the pipeline judges the call again when it runs, and answers with a result
             return None
         return verdict
-
-    def _keep_interrupted_text(self, state: _Attempt) -> None:
-        for index in sorted(state.blocks):
-            block = state.blocks[index]
-            text = "".join(block.text)
-            if block.kind == "agent.message" and text:
-                self.session.emit(
-                    self.session.make(
-                        AgentMessage,
-                        id=block.event_id,
-                        thread_id=self.thread_id,
-                        content=[TextBlock(text=text)],
-                        interrupted=True,
-                    )
-                )
 
     # ------------------------------------------------------------------------------------------ tools
 
@@ -488,8 +307,8 @@ class TurnRunner:
     async def _run_batch(self, calls: list[ToolCall], offered: set[str]) -> None:
         if not calls:
             return
-        host = self.session.tool_host
-        approver = self.session.approver
+        host = self.deps.tools
+        approver = self.deps.approver
 
         async def one(call: ToolCall) -> ToolResult:
             if call.name not in offered:
@@ -510,12 +329,12 @@ class TurnRunner:
         own = self._session_tools.get(call.name)
         if own is not None:
             return "parallel" if own.parallel else "exclusive"
-        return self.session.tool_host.execution_mode(call)
+        return self.deps.tools.execution_mode(call)
 
     def _answer(self, call: ToolCall, result: ToolResult) -> None:
         self._unanswered.pop(call.tool_use_id, None)
-        self.session.emit(
-            self.session.make(
+        self.log.emit(
+            self.log.make(
                 AgentToolResult,
                 thread_id=self.thread_id,
                 tool_use_id=call.tool_use_id,
@@ -539,20 +358,13 @@ class TurnRunner:
         message: str,
         retry_status: Literal["retrying", "exhausted", "terminal"] = "terminal",
     ) -> None:
-        self.session.emit(
-            self.session.make(
+        self.log.emit(
+            self.log.make(
                 SessionError,
                 thread_id=self.thread_id,
                 error=ErrorInfo(type=error_type, message=message, retry_status=retry_status),
             )
         )
-
-
-def _cut_short_usage(reported: Usage, state: _Attempt, request: ModelRequest) -> Usage:
-    """Usage of a request that failed or was interrupted: the final count never arrived, so the output is
-    at least what was received (four characters a token), never more than max_tokens."""
-    received = min(request.settings.max_tokens, math.ceil(state.generated_chars / 4))
-    return reported.model_copy(update={"output_tokens": max(reported.output_tokens, received)})
 
 
 def _error_type(error: ProviderError) -> str:

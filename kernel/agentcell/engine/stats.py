@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-__all__ = ["active_seconds"]
+from ..events import SessionStatusIdle, SessionStatusRunning, SessionThreadStatusIdle, SessionThreadStatusRunning
+from ..records.common import utc_now
+from .log import SessionLog
+
+__all__ = ["SessionStats", "Transition", "active_seconds", "session_stats"]
 
 Transition = tuple[datetime, str | None, Literal["running", "idle"]]
 
@@ -33,3 +38,43 @@ def active_seconds(transitions: Iterable[Transition], end: datetime) -> float:
     if running and since is not None:
         total += max(0.0, (end - since).total_seconds())
     return total
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStats:
+    duration_seconds: float
+    """Since creation; frozen at termination."""
+    active_seconds: float
+    """While at least one thread was running; overlapping threads count once."""
+
+
+_STATUS_TYPES = (
+    "session.status_running",
+    "session.status_idle",
+    "session.status_terminated",
+    "session.thread_status_running",
+    "session.thread_status_idle",
+)
+
+
+def session_stats(log: SessionLog, *, running: bool) -> SessionStats:
+    """The session's stats from its status events; ``running``: a turn is under way in this process."""
+    now = utc_now()
+    record = log.record
+    end = record.terminated_at or now
+    transitions: list[Transition] = []
+    last_seen: datetime = record.created_at
+    for event in log.events(types=_STATUS_TYPES):
+        last_seen = event.created_at
+        if isinstance(event, SessionStatusRunning | SessionThreadStatusRunning):
+            transitions.append((event.created_at, event.thread_id, "running"))
+        elif isinstance(event, SessionStatusIdle | SessionThreadStatusIdle):
+            transitions.append((event.created_at, event.thread_id, "idle"))
+    # A thread left running by a process that died stopped when its last status was written.
+    last = log.last_event(None)
+    last_event_time = last.created_at if last is not None else record.created_at
+    active_end = now if running else min(end, max(last_seen, last_event_time))
+    return SessionStats(
+        duration_seconds=max(0.0, (end - record.created_at).total_seconds()),
+        active_seconds=active_seconds(transitions, active_end),
+    )

@@ -22,10 +22,9 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .._validation import validated
-from ..agents import Agent
 from ..errors import AgentCellError, InvalidInputError
 from ..events import (
     AgentMessage,
@@ -43,17 +42,17 @@ from ..events import (
     SpanModelRequestEnd,
     StopReason,
     TextBlock,
-    utc_now,
 )
 from ..ids import new_id
 from ..providers.base import ToolSchema
+from ..records.agent import Agent, MultiAgent
+from ..records.common import utc_now
 from ..tools.base import ToolCall, ToolResult
 from ..usage import Usage
-from .runner import SessionTool, TurnRunner
-
-if TYPE_CHECKING:
-    from ..agents import MultiAgent
-    from ..sessions import Session
+from .deps import TurnDeps
+from .log import SessionLog
+from .request import SessionTool
+from .runner import TurnRunner
 
 __all__ = ["ThreadInfo", "ThreadManager", "thread_infos"]
 
@@ -86,8 +85,9 @@ class _Thread:
 class ThreadManager:
     """The threads of one coordinator turn."""
 
-    def __init__(self, session: Session, parent_id: str | None = None) -> None:
-        self.session = session
+    def __init__(self, log: SessionLog, deps: TurnDeps, parent_id: str | None = None) -> None:
+        self.log = log
+        self.deps = deps
         self.parent_id = parent_id
         self._threads: dict[str, _Thread] = {}
 
@@ -98,7 +98,7 @@ class ThreadManager:
         settings = agent.multiagent
         if settings is None or not settings.spawn_threads:
             return []
-        spawn = SessionTool(_spawn_schema(self.session, settings), lambda call: self._spawn(call, agent))
+        spawn = SessionTool(_spawn_schema(self.deps, settings), lambda call: self._spawn(call, agent))
         wait = SessionTool(self._wait_schema(), self._wait, describe=self._wait_schema)
         return [spawn, wait]
 
@@ -123,10 +123,10 @@ class ThreadManager:
             agent, inline = self._thread_agent(call.input, coordinator)
         except AgentCellError as exc:
             return ToolResult.error(str(exc), "INVALID_INPUT")
-        session = self.session
+        log = self.log
         thread = _Thread(new_id("sthr"), agent, inline)
-        session.emit(
-            session.make(
+        log.emit(
+            log.make(
                 SessionThreadCreated,
                 thread_id=self.parent_id,
                 session_thread_id=thread.id,
@@ -138,13 +138,9 @@ class ThreadManager:
             )
         )
         content = [TextBlock(text=task.strip())]
-        session.emit(
-            session.make(AgentThreadMessageSent, thread_id=self.parent_id, to_thread_id=thread.id, content=content)
-        )
-        session.emit(
-            session.make(
-                AgentThreadMessageReceived, thread_id=thread.id, from_thread_id=self.parent_id, content=content
-            )
+        log.emit(log.make(AgentThreadMessageSent, thread_id=self.parent_id, to_thread_id=thread.id, content=content))
+        log.emit(
+            log.make(AgentThreadMessageReceived, thread_id=thread.id, from_thread_id=self.parent_id, content=content)
         )
         thread.task = asyncio.get_running_loop().create_task(self._run(thread), name=f"agentcell-thread-{thread.id}")
         self._threads[thread.id] = thread
@@ -173,7 +169,7 @@ class ThreadManager:
             ref = allowed.get(str(named))
             if ref is None:
                 raise InvalidInputError(_choices(settings, f"{named!r} is not an agent you may spawn"))
-            return self.session.engine.agents.get(ref.id, ref.version), False
+            return self.deps.agents.get(ref.id, ref.version), False
         if not settings.inline_agents:
             raise InvalidInputError(_choices(settings, "you may not define agents inline"))
         if not isinstance(inline, dict):
@@ -192,7 +188,7 @@ class ThreadManager:
             },
             "inline agent",
         )
-        self.session.resolve_model(agent.model)  # an unknown model is the coordinator's mistake, told now
+        self.deps.resolve_model(agent.model)  # an unknown model is the coordinator's mistake, told now
         return agent, True
 
     async def _wait(self, call: ToolCall) -> ToolResult:
@@ -216,27 +212,25 @@ class ThreadManager:
     # ------------------------------------------------------------------------------------------ running
 
     async def _run(self, thread: _Thread) -> tuple[StopReason, str]:
-        session = self.session
-        session.emit(session.make(SessionThreadStatusRunning, thread_id=thread.id))
+        log = self.log
+        log.emit(log.make(SessionThreadStatusRunning, thread_id=thread.id))
         stop: StopReason = EndTurn()
         try:
-            stop = await TurnRunner(session, thread.id, agent=thread.agent).run()
+            stop = await TurnRunner(log, self.deps, thread.id, agent=thread.agent).run()
         except asyncio.CancelledError:
             # The thread's task ends normally so that waiters read "interrupted" rather than being cancelled.
             stop = Interrupted()
         except Exception as exc:  # a bug must not leave the thread running forever
             message = f"{type(exc).__name__}: {exc}"
             error = ErrorInfo(type="unknown_error", message=message)
-            session.emit(session.make(SessionError, thread_id=thread.id, error=error))
+            log.emit(log.make(SessionError, thread_id=thread.id, error=error))
             stop = ErrorStop(message=message)
-        final = _last_message(session.events(types=("agent.message",)), thread.id)
-        usage = thread_usage(session.events(types=("span.model_request_end",)), thread.id)
-        session.emit(session.make(SessionThreadStatusIdle, thread_id=thread.id, stop_reason=stop, usage=usage))
+        final = _last_message(list(log.events(types=("agent.message",))), thread.id)
+        usage = thread_usage(list(log.events(types=("span.model_request_end",))), thread.id)
+        log.emit(log.make(SessionThreadStatusIdle, thread_id=thread.id, stop_reason=stop, usage=usage))
         if final:
             reply = [TextBlock(text=final)]
-            session.emit(
-                session.make(AgentThreadMessageSent, thread_id=thread.id, to_thread_id=self.parent_id, content=reply)
-            )
+            log.emit(log.make(AgentThreadMessageSent, thread_id=thread.id, to_thread_id=self.parent_id, content=reply))
         return stop, final
 
     def cancel(self, thread_id: str) -> bool:
@@ -257,7 +251,7 @@ class ThreadManager:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _spawn_schema(session: Session, settings: MultiAgent) -> ToolSchema:
+def _spawn_schema(deps: TurnDeps, settings: MultiAgent) -> ToolSchema:
     lines = [
         "Start a thread: another agent works on a task at the same time as you, in its own conversation, and "
         "sees only the task you give it. Returns the thread's id at once; call wait_thread to get its final "
@@ -267,7 +261,7 @@ def _spawn_schema(session: Session, settings: MultiAgent) -> ToolSchema:
     if settings.agents:
         lines.append("Agents you may spawn (give the id as agent):")
         for ref in settings.agents:
-            agent = session.engine.agents.get(ref.id, ref.version)
+            agent = deps.agents.get(ref.id, ref.version)
             about = f": {agent.description}" if agent.description else ""
             lines.append(f"- {agent.id} ({agent.name}){about}")
         properties["agent"] = {"type": "string", "enum": [ref.id for ref in settings.agents]}

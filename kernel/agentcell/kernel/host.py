@@ -20,27 +20,26 @@ from typing import TYPE_CHECKING, Any, cast
 from traitlets import Enum, Float, Unicode, observe
 from traitlets.config import Configurable
 
-from ..errors import UserError
+from ..errors import TurnInterrupted, UserError
+from ..records.common import PERMISSION_PRESETS
 from .render import MarkdownRenderer, RendererFactory, TurnRenderer
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
-    from ..agents import Agent
-    from ..engine.core import Engine
+    from ..core import Engine
     from ..engine.outcomes import OutcomeSpec
     from ..events import Event, StreamItem
+    from ..records.agent import Agent
     from ..sessions import Session, TurnResult
-    from ..store.base import PermissionPreset
 
-__all__ = ["DEFAULT_SYSTEM", "AgentCell", "NotebookAgent", "TurnInterrupted"]
+__all__ = ["DEFAULT_SYSTEM", "AgentCell", "NotebookAgent"]
 
 DEFAULT_SYSTEM = (
     "You are an assistant working inside a Jupyter notebook. Answer in Markdown. When computing or "
     "inspecting data helps, use the python tool: it runs in the notebook's own namespace, so the user's "
     "variables are there and what you define stays for the next cells."
 )
-PRESETS = ("read-only", "workspace-write", "danger-full-access")
 
 
 class AgentCell(Configurable):  # type: ignore[misc]  # traitlets is untyped
@@ -48,7 +47,9 @@ class AgentCell(Configurable):  # type: ignore[misc]  # traitlets is untyped
 
     model = Unicode("", help="Model for new notebooks; empty picks the default (see `%model`).").tag(config=True)
     system = Unicode(DEFAULT_SYSTEM, help="System prompt for new notebooks.").tag(config=True)
-    permissions = Enum(PRESETS, "workspace-write", help="Permission preset for new sessions.").tag(config=True)
+    permissions = Enum(PERMISSION_PRESETS, "workspace-write", help="Permission preset for new sessions.").tag(
+        config=True
+    )
     budget = Unicode("", help="Budget in USD for new sessions; empty for none.").tag(config=True)
     db = Unicode("", help="Database file; empty uses $AGENTCELL_DB or the Jupyter data directory.").tag(config=True)
     max_updates_per_second = Float(30.0, help="Most display updates a streaming turn sends per second.").tag(
@@ -114,16 +115,6 @@ def _wake_loop_on_signals(loop: asyncio.AbstractEventLoop) -> None:
     _wakeup_sockets[id(loop)] = (receive, send)
 
 
-class TurnInterrupted(Exception):  # noqa: N818 - it is what the user sees: "TurnInterrupted"
-    """The running turn was interrupted (the kernel's stop button, or SIGINT)."""
-
-    def __str__(self) -> str:
-        return "the turn was interrupted; what it streamed so far is kept in the session"
-
-    def _render_traceback_(self) -> list[str]:  # IPython shows this instead of a traceback
-        return [f"TurnInterrupted: {self}"]
-
-
 class NotebookAgent:
     """What ``await __agentcell__.ask(text)`` calls. Heavy parts (engine, store) load on first use."""
 
@@ -158,7 +149,7 @@ class NotebookAgent:
     @property
     def engine(self) -> Engine:
         if self._engine is None:
-            from ..engine.core import Engine
+            from ..core import Engine
             from .replay_mode import notebook_replayer
             from .tools import notebook_tools
 
@@ -209,7 +200,7 @@ class NotebookAgent:
             agent=agent_id,
             title=title,
             budget=self.config.budget or None,
-            permissions=cast("PermissionPreset", self.config.permissions),
+            permissions=self.config.permissions,
         )
         self._session = session
         self._remember(session)

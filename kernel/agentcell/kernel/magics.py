@@ -136,7 +136,7 @@ class AgentCellMagics(Magics):  # type: ignore[misc]  # IPython is untyped
         args = self._guard("tools", line)
         if args is None:
             return
-        from ..agents import ToolFilter
+        from ..records.agent import ToolFilter
 
         try:
             session = self.host.session
@@ -307,7 +307,7 @@ class AgentCellMagics(Magics):  # type: ignore[misc]  # IPython is untyped
         args = self._guard("mcp", line)
         if args is None:
             return
-        from ..agents import McpServer
+        from ..records.agent import McpServer
 
         try:
             agent = self.host.session.agent

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 
-from ..agents import AgentRef, MultiAgent
 from ..errors import AgentCellError
 from ..events import EndTurn
+from ..records.agent import AgentRef, MultiAgent
 from .magics import THREADS_HELP
 
 if TYPE_CHECKING:

@@ -1,4 +1,5 @@
-"""The HTTP providers' registration, and the choice of a model when nobody named one."""
+"""Which providers serve which model names (the one registration path), and the choice of a model when
+nobody named one."""
 
 from __future__ import annotations
 
@@ -9,14 +10,17 @@ from collections.abc import Mapping
 from ..errors import ConfigurationError
 from .anthropic import AnthropicProvider, is_claude_model
 from .base import ModelConfig, Provider
+from .local import DEFAULT_N_CTX, LocalProvider
 from .openai import ollama_provider, openai_provider, vllm_provider
 from .registry import ProviderRegistry
+from .scripted import ScriptedProvider
 
 __all__ = [
     "DEFAULT_CLAUDE_MODEL",
     "DEFAULT_OPENAI_MODEL",
     "LOCAL_MODEL",
     "default_model",
+    "register_builtin_providers",
     "register_http_providers",
 ]
 
@@ -31,11 +35,31 @@ def _anthropic(config: ModelConfig) -> Provider:
     return AnthropicProvider(base_url=config.base_url)
 
 
-def register_http_providers(registry: ProviderRegistry) -> None:
-    """Serve ``anthropic:…`` (and bare ``claude-…``), ``openai:…``, ``ollama:…`` and ``vllm:…``.
+def _scripted(config: ModelConfig) -> Provider:
+    # "scripted" alone echoes; "scripted:/path/to/script.json" plays that file.
+    if config.id in ("", "scripted"):
+        return ScriptedProvider()
+    return ScriptedProvider.from_file(config.id)
 
-    Providers are built on first use, so registering reads no key and opens no connection.
+
+def _local(config: ModelConfig) -> Provider:
+    return LocalProvider(config.id, n_ctx=int(config.extra.get("n_ctx", DEFAULT_N_CTX)))
+
+
+def register_builtin_providers(registry: ProviderRegistry) -> None:
+    """Serve ``scripted`` (the test double), ``anthropic:…`` (and bare ``claude-…``), ``openai:…``,
+    ``ollama:…``, ``vllm:…`` and ``local`` (``local:smollm2``, ``local:/path/to/model.gguf``).
+
+    Providers are built on first use, so registering reads no key, opens no connection and loads no model.
     """
+    registry.register("scripted", _scripted)
+    registry.register("local", _local)
+    register_http_providers(registry)
+
+
+def register_http_providers(registry: ProviderRegistry) -> None:
+    """The HTTP part of :func:`register_builtin_providers`: ``anthropic:…`` (and bare ``claude-…``),
+    ``openai:…``, ``ollama:…`` and ``vllm:…``."""
     registry.register("anthropic", _anthropic, claims=is_claude_model)
     registry.register("openai", openai_provider)
     registry.register("ollama", ollama_provider)

@@ -34,7 +34,6 @@ from ._local_decode import ReplyDecoder, held_back
 from .base import (
     BlockStart,
     BlockStop,
-    ModelConfig,
     ModelRequest,
     Provider,
     ResponseEnd,
@@ -57,9 +56,8 @@ if TYPE_CHECKING:
     from llama_cpp.llama_grammar import LlamaGrammar
     from llama_cpp.llama_types import CreateCompletionStreamResponse
 
-    from .registry import ProviderRegistry
 
-__all__ = ["DISPLAY_NAME", "LocalProvider", "register_local_provider", "resolve_model_path"]
+__all__ = ["DISPLAY_NAME", "LocalProvider", "resolve_model_path"]
 
 DISPLAY_NAME = "a tiny offline model"
 INSTALL_HINT = "pip install 'agentcell[local]'"
@@ -426,12 +424,3 @@ class LocalProvider(Provider):
             model, self._model = self._model, None
         if model is not None:
             await asyncio.to_thread(_release, self._key, model)
-
-
-def register_local_provider(registry: ProviderRegistry) -> None:
-    """Serve ``local``, ``local:smollm2`` and ``local:/path/to/model.gguf``."""
-
-    def factory(config: ModelConfig) -> Provider:
-        return LocalProvider(config.id, n_ctx=int(config.extra.get("n_ctx", DEFAULT_N_CTX)))
-
-    registry.register("local", factory)

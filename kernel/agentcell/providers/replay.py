@@ -26,7 +26,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Literal, TypeAlias, get_args
 
-from ..errors import InvalidInputError, ProviderError, UserError
+from ..errors import InvalidInputError, ProviderError, ReplayMissError, UserError
 from ..usage import FREE, Pricing
 from ._fingerprint import (
     DIR_PLACEHOLDER,
@@ -43,7 +43,6 @@ __all__ = [
     "MODES",
     "NOT_RECORDED",
     "CellRef",
-    "ReplayMissError",
     "ReplayMode",
     "ReplayProvider",
     "Replayer",
@@ -60,13 +59,6 @@ HOW_TO_CHOOSE = (
     "Choose: `%replay auto` runs what was not recorded live (a model must be configured: an API key, or "
     "`%model local:smollm2`); `%record` re-records (then run the notebook from the top); or undo the edit."
 )
-
-
-class ReplayMissError(ProviderError):
-    """The request is not in the recording (and, in ``auto``, could not run live either)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message, provider="replay", retryable=False)
 
 
 def parse_mode(value: str) -> ReplayMode:

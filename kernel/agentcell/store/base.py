@@ -1,47 +1,23 @@
-"""The Store protocol and the session record it keeps.
+"""The Store protocol: what the engine keeps, whatever keeps it.
 
-A store keeps agents and their versions, sessions, and each session's append-only event log in order.
-A session can be reopened from the store alone.
+A store keeps agents and their versions, sessions, each session's append-only event log in order, memory
+stores and their notes, and a few settings. A session can be reopened from the store alone. A store knows
+rows, not providers: it imports records only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator
-from datetime import datetime
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from ..resources import Resource
-from ..usage import Budget
+from ..records.session import SessionRecord
 
 if TYPE_CHECKING:
-    from ..agents import Agent
     from ..events import Event
+    from ..records.agent import Agent
+    from ..records.memory import MemoryNote, MemoryStore
 
-__all__ = ["PermissionPreset", "SessionRecord", "Store"]
-
-PermissionPreset = Literal["read-only", "workspace-write", "danger-full-access"]
-
-
-class SessionRecord(BaseModel):
-    """What a session is, apart from its events."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    id: str
-    agent_id: str
-    agent_version: int = Field(ge=1)
-    title: str | None = None
-    metadata: dict[str, str] = {}
-    budget: Budget | None = None
-    resources: list[Resource] = []
-    permissions: PermissionPreset = "workspace-write"
-    """The permission preset tools are checked against."""
-    max_turns: int = Field(default=25, ge=1)
-    """The most model requests one turn may make before it stops with ``max_turns``."""
-    created_at: datetime
-    terminated_at: datetime | None = None
+__all__ = ["Store"]
 
 
 @runtime_checkable
@@ -81,6 +57,26 @@ class Store(Protocol):
         """The newest event of that type (of any type when None)."""
 
     def count_events(self, session_id: str) -> int: ...
+
+    # memory stores
+    def put_memory_store(self, store: MemoryStore) -> None:
+        """Insert a new memory store."""
+
+    def get_memory_store(self, store_id: str) -> MemoryStore | None: ...
+
+    def list_memory_stores(self) -> list[MemoryStore]:
+        """Every memory store, oldest first."""
+
+    def put_note(self, store_id: str, note: MemoryNote) -> None:
+        """Create or replace the note at ``note.path``."""
+
+    def get_note(self, store_id: str, path: str) -> MemoryNote | None: ...
+
+    def list_notes(self, store_id: str, prefix: str = "") -> list[MemoryNote]:
+        """The notes whose path starts with ``prefix``, by path."""
+
+    def delete_note(self, store_id: str, path: str) -> bool:
+        """Remove a note; False when there was none."""
 
     # small key/value settings (e.g. notebook path -> session id)
     def get_value(self, key: str) -> str | None: ...

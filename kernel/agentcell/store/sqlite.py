@@ -16,20 +16,23 @@ import sqlite3
 import sys
 import threading
 from collections.abc import Collection, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import StoreError, StoreVersionError
 from ..events import event_adapter
-from .base import SessionRecord
+from ..records.memory import MemoryNote, MemoryStore
+from ..records.session import SessionRecord
 
 if TYPE_CHECKING:
-    from ..agents import Agent
     from ..events import Event
+    from ..records.agent import Agent
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "default_db_path"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: agents, sessions, events, kv. 2: memory stores and notes (before, a separate ``<db>.memory.db``)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS agent_versions (
@@ -59,6 +62,19 @@ CREATE TABLE IF NOT EXISTS kv (
     key   TEXT PRIMARY KEY,
     value TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS memory_stores (
+    id          TEXT PRIMARY KEY,
+    name        TEXT NOT NULL,
+    description TEXT,
+    created_at  TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS memory_notes (
+    store_id   TEXT NOT NULL REFERENCES memory_stores (id) ON DELETE CASCADE,
+    path       TEXT NOT NULL,
+    content    TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (store_id, path)
+) WITHOUT ROWID;
 """
 
 
@@ -183,7 +199,7 @@ class SQLiteStore:
             ) from exc
 
     def get_agent_version(self, agent_id: str, version: int | None) -> Agent | None:
-        from ..agents import Agent
+        from ..records.agent import Agent
 
         if version is None:
             rows = self._query(
@@ -197,7 +213,7 @@ class SQLiteStore:
         return Agent.model_validate_json(rows[0][0]) if rows else None
 
     def list_agents(self) -> list[Agent]:
-        from ..agents import Agent
+        from ..records.agent import Agent
 
         rows = self._query(
             "SELECT body FROM agent_versions AS a WHERE version = "
@@ -206,7 +222,7 @@ class SQLiteStore:
         return [Agent.model_validate_json(body) for (body,) in rows]
 
     def list_agent_versions(self, agent_id: str) -> list[Agent]:
-        from ..agents import Agent
+        from ..records.agent import Agent
 
         rows = self._query("SELECT body FROM agent_versions WHERE agent_id = ? ORDER BY version", (agent_id,))
         return [Agent.model_validate_json(body) for (body,) in rows]
@@ -280,6 +296,69 @@ class SQLiteStore:
     def count_events(self, session_id: str) -> int:
         return int(self._query("SELECT COUNT(*) FROM events WHERE session_id = ?", (session_id,))[0][0])
 
+    # ------------------------------------------------------------------------------------------ memory
+
+    def put_memory_store(self, store: MemoryStore) -> None:
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO memory_stores (id, name, description, created_at) VALUES (?, ?, ?, ?)",
+                (store.id, store.name, store.description, store.created_at.isoformat()),
+            )
+
+    def get_memory_store(self, store_id: str) -> MemoryStore | None:
+        rows = self._query("SELECT id, name, description, created_at FROM memory_stores WHERE id = ?", (store_id,))
+        return _memory_store(rows[0]) if rows else None
+
+    def list_memory_stores(self) -> list[MemoryStore]:
+        rows = self._query("SELECT id, name, description, created_at FROM memory_stores ORDER BY created_at, id")
+        return [_memory_store(row) for row in rows]
+
+    def put_note(self, store_id: str, note: MemoryNote) -> None:
+        with self._transaction() as conn:
+            conn.execute(
+                "INSERT INTO memory_notes (store_id, path, content, updated_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (store_id, path) "
+                "DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at",
+                (store_id, note.path, note.content, note.updated_at.isoformat()),
+            )
+
+    def get_note(self, store_id: str, path: str) -> MemoryNote | None:
+        rows = self._query(
+            "SELECT path, content, updated_at FROM memory_notes WHERE store_id = ? AND path = ?", (store_id, path)
+        )
+        return _note(rows[0]) if rows else None
+
+    def list_notes(self, store_id: str, prefix: str = "") -> list[MemoryNote]:
+        rows = self._query(
+            "SELECT path, content, updated_at FROM memory_notes WHERE store_id = ? AND substr(path, 1, ?) = ? "
+            "ORDER BY path",
+            (store_id, len(prefix), prefix),
+        )
+        return [_note(row) for row in rows]
+
+    def delete_note(self, store_id: str, path: str) -> bool:
+        with self._transaction() as conn:
+            done = conn.execute("DELETE FROM memory_notes WHERE store_id = ? AND path = ?", (store_id, path))
+            return done.rowcount > 0
+
+    def import_memory(self, legacy: Path) -> int:
+        """Copy the memory stores of a ``<db>.memory.db`` written before schema 2 into this database, then
+        rename that file to ``*.imported`` (it is kept). Returns how many stores were copied."""
+        try:
+            source = sqlite3.connect(f"{legacy.resolve().as_uri()}?mode=ro", uri=True)
+            try:
+                stores = source.execute("SELECT id, name, description, created_at FROM memory_stores").fetchall()
+                notes = source.execute("SELECT store_id, path, content, updated_at FROM memory_notes").fetchall()
+            finally:
+                source.close()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot read the memory database {legacy}: {exc}; it was left as it is") from exc
+        with self._transaction() as conn:
+            conn.executemany("INSERT OR IGNORE INTO memory_stores VALUES (?, ?, ?, ?)", stores)
+            conn.executemany("INSERT OR IGNORE INTO memory_notes VALUES (?, ?, ?, ?)", notes)
+        legacy.rename(legacy.with_name(legacy.name + ".imported"))
+        return len(stores)
+
     # ------------------------------------------------------------------------------------------ settings
 
     def get_value(self, key: str) -> str | None:
@@ -295,3 +374,13 @@ class SQLiteStore:
                     "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     (key, value),
                 )
+
+
+def _memory_store(row: tuple[str, ...]) -> MemoryStore:
+    store_id, name, description, created = row
+    return MemoryStore(store_id, name, description, datetime.fromisoformat(created))
+
+
+def _note(row: tuple[str, ...]) -> MemoryNote:
+    path, content, updated = row
+    return MemoryNote(path, content, datetime.fromisoformat(updated))

@@ -15,12 +15,12 @@ if TYPE_CHECKING:
     from .base import ApprovalDecision, ApprovalRequest, Approver, ToolCall, ToolHost, ToolResult
     from .definition import ALLOW, Allow, Deny, ToolContext, ToolDefinition, ToolOutcome
     from .functions import function_tool, tool, untool
-    from .permissions import PRESETS, PermissionPolicy, Preset
+    from .permissions import PERMISSION_PRESETS, PermissionPolicy, PermissionPreset
     from .registry import ToolRegistry, default_registry
 
 _LAZY: dict[str, str] = {
     "ALLOW": ".definition",
-    "PRESETS": ".permissions",
+    "PERMISSION_PRESETS": ".permissions",
     "Allow": ".definition",
     "ApprovalAnswer": ".approvals",
     "ApprovalBroker": ".approvals",
@@ -29,7 +29,7 @@ _LAZY: dict[str, str] = {
     "Approver": ".base",
     "Deny": ".definition",
     "PermissionPolicy": ".permissions",
-    "Preset": ".permissions",
+    "PermissionPreset": ".permissions",
     "ToolCall": ".base",
     "ToolContext": ".definition",
     "ToolDefinition": ".definition",
@@ -45,7 +45,7 @@ _LAZY: dict[str, str] = {
 
 __all__ = [
     "ALLOW",
-    "PRESETS",
+    "PERMISSION_PRESETS",
     "Allow",
     "ApprovalAnswer",
     "ApprovalBroker",
@@ -54,7 +54,7 @@ __all__ = [
     "Approver",
     "Deny",
     "PermissionPolicy",
-    "Preset",
+    "PermissionPreset",
     "ToolCall",
     "ToolContext",
     "ToolDefinition",

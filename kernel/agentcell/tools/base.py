@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..events import ContentBlock, DeniedBy, TextBlock
 from ..providers.base import ToolSchema
+from ..records.common import PermissionPreset
 
 __all__ = [
     "ApprovalDecision",
@@ -43,7 +44,7 @@ class ToolCall(BaseModel):
     """The agent scope the call is made in (the agent id); None is the global view."""
     session_id: str = ""
     thread_id: str | None = None
-    preset: Literal["read-only", "workspace-write", "danger-full-access"] | None = None
+    preset: PermissionPreset | None = None
     """The session's permission preset; None uses the registry's policy for the session."""
 
 

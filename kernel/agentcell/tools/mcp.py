@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from mcp import Client
     from mcp.types import CallToolResult, Tool
 
-    from ..agents import McpServer
+    from ..records.agent import McpServer
 
 __all__ = ["McpConnection", "McpServerStatus", "McpTools", "kernel_command"]
 

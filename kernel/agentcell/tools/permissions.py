@@ -38,24 +38,22 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeAlias, get_args
+from typing import Literal, TypeAlias
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, OutsideWorkspaceError
+from ..records.common import PERMISSION_PRESETS, PermissionPreset
 from .base import Permission
 
 __all__ = [
-    "PRESETS",
+    "PERMISSION_PRESETS",
     "Access",
-    "OutsideWorkspaceError",
     "PathUse",
     "PermissionPolicy",
-    "Preset",
+    "PermissionPreset",
     "Verdict",
 ]
 
 Access = Literal["read", "edit", "execute", "kernel", "fetch"]
-Preset = Literal["read-only", "workspace-write", "danger-full-access"]
-PRESETS: tuple[Preset, ...] = get_args(Preset)
 
 PathUse: TypeAlias = tuple[str, Literal["read", "edit"]]
 """A path a call would touch (relative to the workspace, or absolute) and how."""
@@ -63,7 +61,7 @@ PathUse: TypeAlias = tuple[str, Literal["read", "edit"]]
 _RANK: dict[Permission, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 # (inside, outside) for the path accesses; one answer for the others.
-_TABLE: dict[Preset, dict[str, tuple[Permission, Permission]]] = {
+_TABLE: dict[PermissionPreset, dict[str, tuple[Permission, Permission]]] = {
     "read-only": {
         "read": ("allow", "ask"),
         "edit": ("deny", "deny"),
@@ -89,13 +87,9 @@ _TABLE: dict[Preset, dict[str, tuple[Permission, Permission]]] = {
 
 
 @functools.lru_cache(maxsize=32)
-def _with_preset(policy: PermissionPolicy, preset: Preset) -> PermissionPolicy:
+def _with_preset(policy: PermissionPolicy, preset: PermissionPreset) -> PermissionPolicy:
     # Cached: building a policy resolves its directories on disk, and calls ask for one per session.
     return PermissionPolicy(preset, policy.workspace, policy.temp_dirs)
-
-
-class OutsideWorkspaceError(PermissionError):
-    """A file tool was asked for a path the call was not permitted to touch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,22 +110,22 @@ ALLOWED = Verdict("allow")
 class PermissionPolicy:
     """A preset applied to one workspace."""
 
-    preset: Preset = "workspace-write"
+    preset: PermissionPreset = "workspace-write"
     workspace: Path = field(default_factory=Path.cwd)
     temp_dirs: tuple[Path, ...] = field(default_factory=lambda: (Path(tempfile.gettempdir()),))
     """Directories that count as inside besides the workspace (by default the system temp dir)."""
     _roots: tuple[Path, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        if self.preset not in PRESETS:
-            raise InvalidInputError(f"unknown permission preset {self.preset!r}; choose one of {PRESETS}")
+        if self.preset not in PERMISSION_PRESETS:
+            raise InvalidInputError(f"unknown permission preset {self.preset!r}; choose one of {PERMISSION_PRESETS}")
         workspace = Path(self.workspace).resolve()
         object.__setattr__(self, "workspace", workspace)
         temp = tuple(Path(p).resolve() for p in self.temp_dirs)
         object.__setattr__(self, "temp_dirs", temp)
         object.__setattr__(self, "_roots", (workspace, *temp))
 
-    def with_preset(self, preset: Preset) -> PermissionPolicy:
+    def with_preset(self, preset: PermissionPreset) -> PermissionPolicy:
         """This policy's workspace and temp dirs under another preset."""
         return self if preset == self.preset else _with_preset(self, preset)
 

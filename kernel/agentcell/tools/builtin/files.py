@@ -16,11 +16,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from ...errors import OutsideWorkspaceError
 from ...events import ImageBlock, ImageSource, TextBlock
 from ..base import ToolResult
 from ..definition import ToolContext, ToolDefinition
 from ..functions import function_tool
-from ..permissions import OutsideWorkspaceError, PathUse
+from ..permissions import PathUse
 
 __all__ = ["file_tools"]
 

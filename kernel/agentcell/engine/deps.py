@@ -1,0 +1,64 @@
+"""What a turn depends on, apart from the session's log: the services it calls, frozen for the turn.
+
+The split is the state/deps split of pydantic-ai's agent graph: :class:`~agentcell.engine.log.SessionLog`
+is the state a turn changes, :class:`TurnDeps` the services it uses. The protocols below say exactly what
+the engine needs of the services above it (the agents API, the memory stores, the upload store, the MCP
+supervisor), so nothing under ``engine/`` imports them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from ..records.agent import Agent
+from ..records.files import UploadedFile
+from ..records.model import ModelConfig
+
+if TYPE_CHECKING:
+    from ..providers.base import ToolSchema
+    from ..providers.registry import ProviderRegistry, ResolvedModel
+    from ..tools.base import Approver, ToolHost
+    from ..tools.mcp import McpServerStatus
+
+__all__ = ["AgentSource", "FileSource", "MemoryView", "TurnDeps"]
+
+
+class AgentSource(Protocol):
+    def get(self, agent_id: str, version: int | None = None) -> Agent:
+        """The saved agent (its latest version, or the one given); raises NotFoundError."""
+
+
+class FileSource(Protocol):
+    def get(self, file_id: str) -> UploadedFile:
+        """The uploaded file; raises NotFoundError."""
+
+
+class MemoryView(Protocol):
+    def section(self, session_id: str) -> str | None:
+        """The system prompt's memory section for the session; None when it attached no store."""
+
+    def visible(
+        self, session_id: str, owner_agent_id: str, agent_id: str, schemas: list[ToolSchema], host: object
+    ) -> list[ToolSchema]:
+        """``schemas`` without the memory tools a thread of the session may not use."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDeps:
+    providers: ProviderRegistry
+    tools: ToolHost
+    approver: Approver | None
+    """Asked when a tool needs the user's approval; None: the preset decides and asking means no."""
+    agents: AgentSource
+    memory: MemoryView
+    files: FileSource
+    workspace: Path
+    """Where the session's tools work and its resources are mounted."""
+    start_mcp: Callable[[Agent], Awaitable[Sequence[McpServerStatus]]]
+    """Starts the agent's MCP servers (once) and returns the status of those that just started."""
+
+    def resolve_model(self, model: ModelConfig) -> ResolvedModel:
+        return self.providers.resolve(model)

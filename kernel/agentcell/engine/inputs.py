@@ -1,0 +1,81 @@
+"""What a turn can start from, and the events that open it.
+
+A turn starts from a message (text or content blocks), the client's answer to a custom tool, or an outcome
+to reach. :func:`opening_events` validates the input and builds its opening events without appending
+anything, so bad input is refused before the log changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..errors import InvalidInputError
+from ..events import ContentBlock, Event, ImageBlock, TextBlock, UserCustomToolResult, UserMessage
+from .deps import TurnDeps
+from .log import SessionLog
+from .outcomes import OutcomeSpec, define_event
+
+__all__ = ["CustomToolResult", "Input", "ToolChoice", "message_blocks", "opening_events", "tool_choices"]
+
+
+@dataclass(frozen=True, slots=True)
+class CustomToolResult:
+    """The client's answer to an ``agent.custom_tool_use``; send it to resume the turn."""
+
+    custom_tool_use_id: str
+    content: str | Sequence[ContentBlock] = ""
+    is_error: bool = False
+
+
+Input = str | Sequence[ContentBlock] | CustomToolResult | OutcomeSpec
+"""What a turn can start from: a message, the answer to a custom tool, or an outcome to reach."""
+ToolChoice = str | Sequence[str] | None
+"""For a turn's first request ("any", "none" or a tool's name), or for its first requests in order."""
+
+
+def opening_events(log: SessionLog, deps: TurnDeps, message: Input) -> list[Event]:
+    if isinstance(message, OutcomeSpec):
+        return [define_event(log, deps, message)]
+    if isinstance(message, CustomToolResult):
+        pending = log.pending_custom_tool_uses()
+        if message.custom_tool_use_id not in pending:
+            raise InvalidInputError(
+                f"no custom tool use {message.custom_tool_use_id!r} is waiting for a result; "
+                f"waiting: {sorted(pending) or 'none'}"
+            )
+        content = message.content
+        blocks = [TextBlock(text=content)] if isinstance(content, str) else list(content)
+        answer = log.make(
+            UserCustomToolResult,
+            custom_tool_use_id=message.custom_tool_use_id,
+            content=blocks,
+            is_error=message.is_error,
+        )
+        return [answer]
+    return [log.make(UserMessage, content=message_blocks(message))]
+
+
+def message_blocks(content: str | Sequence[ContentBlock]) -> list[ContentBlock]:
+    """A message's content blocks; InvalidInputError for an empty or malformed message."""
+    if isinstance(content, str):
+        if not content.strip():
+            raise InvalidInputError("the message is empty; write what you want the agent to do")
+        return [TextBlock(text=content)]
+    blocks = list(content)
+    if not blocks or not all(isinstance(b, TextBlock | ImageBlock) for b in blocks):
+        raise InvalidInputError("a message is a string or a non-empty list of TextBlock/ImageBlock")
+    return blocks
+
+
+def tool_choices(tool_choice: ToolChoice, offered: Callable[[], Sequence[str]]) -> tuple[str, ...]:
+    """The turn's forced tool choices, one per request; a tool the agent does not have is refused
+    (``offered`` lists the agent's tools; asked only when a choice names one)."""
+    choices = (tool_choice,) if isinstance(tool_choice, str) else tuple(tool_choice or ())
+    if named := [c for c in choices if c not in ("auto", "any", "none")]:
+        names = offered()
+        if unknown := [c for c in named if c not in names]:
+            raise InvalidInputError(
+                f"tool_choice {unknown[0]!r} is not a tool this agent has; it has: {', '.join(names) or 'none'}"
+            )
+    return choices

@@ -1,0 +1,192 @@
+"""A session's log as the engine works on it: the one place a turn's events go through.
+
+:class:`SessionLog` appends every buffered event to the store (previews are shown, never stored), then
+shows each item to every listener; keeps the message history of each thread folded from the log; keeps the
+usage ledger and the budget held by requests in flight; and queues the guidance steered into a running turn
+until the runner delivers it. Everything under ``engine/`` works on a ``SessionLog`` and a
+:class:`~agentcell.engine.deps.TurnDeps`; the public ``Session`` handle wraps both.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Collection, Iterator
+from decimal import Decimal
+from typing import Any, TypeVar, cast
+
+from pydantic import BaseModel
+
+from ..events import (
+    ContentBlock,
+    Event,
+    Outcome,
+    RequiresAction,
+    SessionOutcomeUpdated,
+    SessionStatusIdle,
+    SessionUsageEvent,
+    StreamItem,
+    UserCustomToolResult,
+    is_preview,
+)
+from ..ids import new_id
+from ..records.agent import Agent
+from ..records.common import utc_now
+from ..records.session import SessionRecord
+from ..store.base import Store
+from ..usage import Budget, Usage
+from .history import HISTORY_EVENT_TYPES, History
+
+__all__ = ["Listener", "SessionLog"]
+
+E = TypeVar("E", bound=BaseModel)
+Listener = Callable[[StreamItem], None]
+
+
+class SessionLog:
+    def __init__(self, store: Store, record: SessionRecord, agent: Agent) -> None:
+        self.store = store
+        self._record = record
+        self._agent = agent
+        self._histories: dict[str | None, History] = {}
+        self._usage: Usage | None = None
+        self._reserved = Decimal(0)
+        self._listeners: list[Listener] = []
+        self._lock = threading.Lock()
+        self._steering: dict[str | None, list[list[ContentBlock]]] = {}
+        """Per thread: guidance steered in and not yet given to the model."""
+
+    # ------------------------------------------------------------------------------------------ the session
+
+    @property
+    def id(self) -> str:
+        return self._record.id
+
+    @property
+    def record(self) -> SessionRecord:
+        return self._record
+
+    @property
+    def agent(self) -> Agent:
+        """The pinned agent version."""
+        return self._agent
+
+    @property
+    def budget(self) -> Budget | None:
+        return self._record.budget
+
+    def replace(self, record: SessionRecord, agent: Agent) -> None:
+        """The session was updated (its record stored): work on the new record and pinned agent."""
+        self._record = record
+        self._agent = agent
+
+    # ------------------------------------------------------------------------------------------ events
+
+    def make(self, cls: type[E], **fields: Any) -> E:
+        fields.setdefault("id", new_id("sevt"))
+        return cls(created_at=utc_now(), session_id=self.id, **fields)
+
+    def emit(self, item: StreamItem) -> None:
+        """Append a buffered event durably (previews are not stored), then show it to every listener."""
+        if not is_preview(item):
+            event = cast(Event, item)
+            self.store.append(event)
+            history = self._histories.get(event.thread_id)
+            if history is not None:
+                history.apply(event)
+        self.notify(item)
+
+    def notify(self, item: StreamItem) -> None:
+        """Show an item to the listeners without appending it (one the store already holds)."""
+        for listener in list(self._listeners):
+            listener(item)
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener`` with every item from now on; returns the unsubscriber."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def events(self, *, types: Collection[str] | None = None, after_id: str | None = None) -> Iterator[Event]:
+        return self.store.events(self.id, types=types, after_id=after_id)
+
+    def last_event(self, event_type: str | None) -> Event | None:
+        return self.store.last_event(self.id, event_type)
+
+    def history(self, thread_id: str | None = None) -> History:
+        """The thread's message history, folded from the log once and kept current as events are emitted."""
+        history = self._histories.get(thread_id)
+        if history is None:
+            history = History()
+            for event in self.events(types=HISTORY_EVENT_TYPES):
+                if event.thread_id == thread_id:
+                    history.apply(event)
+            self._histories[thread_id] = history
+        return history
+
+    @property
+    def outcome(self) -> Outcome | None:
+        """The latest outcome's state; None when none was defined."""
+        last = self.last_event("session.outcome_updated")
+        return last.outcome if isinstance(last, SessionOutcomeUpdated) else None
+
+    def pending_custom_tool_uses(self) -> set[str]:
+        """The custom tool uses the last turn stopped for that have no result yet."""
+        last_idle = self.last_event("session.status_idle")
+        if not isinstance(last_idle, SessionStatusIdle) or not isinstance(last_idle.stop_reason, RequiresAction):
+            return set()
+        answered = {
+            e.custom_tool_use_id
+            for e in self.events(types=("user.custom_tool_result",), after_id=last_idle.id)
+            if isinstance(e, UserCustomToolResult)
+        }
+        return set(last_idle.stop_reason.event_ids) - answered
+
+    # ------------------------------------------------------------------------------------------ usage and budget
+
+    @property
+    def usage(self) -> Usage:
+        """Cumulative usage and list cost of the whole session."""
+        if self._usage is None:
+            last = self.last_event("session.usage")
+            self._usage = last.usage if isinstance(last, SessionUsageEvent) else Usage()
+        return self._usage
+
+    def add_usage(self, usage: Usage, *, thread_id: str | None = None) -> None:
+        self._usage = self.usage + usage
+        self.emit(self.make(SessionUsageEvent, thread_id=thread_id, usage=self._usage, budget=self.budget))
+
+    def reserve_budget(self, worst_case: Decimal) -> bool:
+        """Hold ``worst_case`` of the budget for a request; False when it does not fit what remains."""
+        budget = self.budget
+        with self._lock:
+            if budget is not None and self.usage.list_cost + self._reserved + worst_case > budget.max_list_cost:
+                return False
+            self._reserved += worst_case
+            return True
+
+    def release_budget(self, worst_case: Decimal) -> None:
+        with self._lock:
+            self._reserved -= worst_case
+
+    # ------------------------------------------------------------------------------------------ steering
+
+    def steer(self, thread_id: str | None, blocks: list[ContentBlock]) -> None:
+        """Queue guidance for ``thread_id``'s next request (call it on the turn's loop)."""
+        self._steering.setdefault(thread_id, []).append(blocks)
+
+    def take_steering(self, thread_id: str | None) -> list[list[ContentBlock]]:
+        """The guidance waiting for ``thread_id``'s next request (the runner delivers it)."""
+        return self._steering.pop(thread_id, [])
+
+    def steering_pending(self, thread_id: str | None) -> bool:
+        return bool(self._steering.get(thread_id))
+
+    def drop_steering(self) -> list[list[ContentBlock]]:
+        """Empty the queue at the end of a turn; returns the primary thread's undelivered guidance."""
+        left = self._steering.pop(None, [])
+        self._steering.clear()
+        return left

@@ -1,0 +1,256 @@
+"""The supervision of a session's turns: one at a time, each ending with ``session.status_idle``.
+
+:class:`TurnSupervisor` starts a turn as a task on the caller's loop and streams its items to the caller;
+whatever happens — the end of the work, an error, an interrupt, the caller going away — the turn ends with
+its threads stopped, its undelivered guidance dropped, ``session.status_idle`` with the stop reason, and a
+:class:`~agentcell.engine.result.TurnResult` in :attr:`TurnSupervisor.last`. The work itself: mount the
+session's resources (once), start the agent's MCP servers, then run the turn loop
+(:class:`~agentcell.engine.runner.TurnRunner`), or drive an outcome through its revision cycles with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import cast
+
+from ..errors import InvalidInputError, ResourceMountError, SessionBusyError
+from ..events import (
+    BudgetReached,
+    ContentBlock,
+    EndTurn,
+    ErrorInfo,
+    ErrorStop,
+    Event,
+    Interrupted,
+    RequiresAction,
+    SessionError,
+    SessionStatusIdle,
+    SessionStatusRunning,
+    SessionUsageEvent,
+    StopReason,
+    StreamItem,
+    UserCustomToolResult,
+    UserDefineOutcome,
+    UserInterrupt,
+    UserMessage,
+    is_preview,
+)
+from .advisor import advisor_tools
+from .deps import TurnDeps
+from .log import SessionLog
+from .mount import mount_resources
+from .outcomes import OutcomeLoop
+from .request import SessionTool
+from .result import TurnResult
+from .runner import TurnRunner
+from .threads import ThreadManager
+
+__all__ = ["ActiveTurn", "TurnSupervisor"]
+
+_END = object()
+
+
+class ActiveTurn:
+    """A running turn: its task on its loop, the queue its caller reads, its threads and events so far."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, threads: ThreadManager) -> None:
+        self.loop = loop
+        self.queue: asyncio.Queue[object] = asyncio.Queue()
+        self.task: asyncio.Task[None] | None = None
+        self.threads = threads
+        self.events: list[Event] = []
+        """The turn's buffered events so far, in order."""
+
+    def see(self, item: StreamItem) -> None:
+        if not is_preview(item):
+            self.events.append(cast(Event, item))
+        self.queue.put_nowait(item)
+
+    def call_soon(self, action: Callable[[], None]) -> None:
+        """Run ``action`` on the turn's event loop: at once from it, else scheduled thread-safely."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self.loop:
+            action()
+        else:
+            self.loop.call_soon_threadsafe(action)
+
+
+class TurnSupervisor:
+    def __init__(self, log: SessionLog) -> None:
+        self.log = log
+        self._lock = threading.Lock()
+        self._turn: ActiveTurn | None = None
+        self._mounted = False
+        self.last: TurnResult | None = None
+        """The latest turn's result once it ended, however it ended."""
+
+    @property
+    def running(self) -> bool:
+        return self._turn is not None
+
+    def mounted(self) -> None:
+        """The resources were mounted outside a turn (``session.mount()``): turns need not mount them."""
+        self._mounted = True
+
+    # ------------------------------------------------------------------------------------------ the engine's tools
+
+    @staticmethod
+    def engine_tools(log: SessionLog, deps: TurnDeps, threads: ThreadManager) -> list[SessionTool]:
+        """The engine's own tools for the primary thread: spawning threads and consulting the advisor."""
+        return [*threads.tools(log.agent), *advisor_tools(log, deps, log.agent)]
+
+    def offered_tool_names(self, deps: TurnDeps) -> list[str]:
+        """The tools the model is offered at the next turn: the host's, the agent's custom tools, and the
+        engine's own."""
+        own = self.engine_tools(self.log, deps, ThreadManager(self.log, deps))
+        return [t.name for t in TurnRunner(self.log, deps, tools=own).offered_tools(self.log.agent)]
+
+    # ------------------------------------------------------------------------------------------ running
+
+    async def stream(
+        self, opening: list[Event], deps: TurnDeps, tool_choices: tuple[str, ...]
+    ) -> AsyncIterator[StreamItem]:
+        """Run one turn from ``opening``, yielding its items until ``session.status_idle``. Closing the
+        iterator early (or cancelling the task that iterates) interrupts the turn."""
+        turn = self._start(opening, deps, tool_choices)
+        try:
+            while True:
+                item = await turn.queue.get()
+                if item is _END:
+                    return
+                yield cast(StreamItem, item)
+        finally:
+            task = turn.task
+            if task is not None and not task.done():
+                # The reader went away mid-turn (closed the iterator, or its task was cancelled, e.g. by
+                # a kernel interrupt): that is the user interrupting.
+                self.log.emit(self.log.make(UserInterrupt))
+                task.cancel()
+                await asyncio.wait({task}, timeout=5)
+
+    def _start(self, opening: list[Event], deps: TurnDeps, tool_choices: tuple[str, ...]) -> ActiveTurn:
+        with self._lock:
+            if self._turn is not None:
+                raise SessionBusyError(
+                    f"a turn is already running in session {self.log.id}; interrupt it or wait for it to finish"
+                )
+            turn = ActiveTurn(asyncio.get_running_loop(), ThreadManager(self.log, deps))
+            self._turn = turn
+        unsubscribe = self.log.subscribe(turn.see)
+        turn.task = turn.loop.create_task(self._run(turn, opening, deps, unsubscribe, tool_choices))
+        return turn
+
+    async def _run(
+        self,
+        turn: ActiveTurn,
+        opening: list[Event],
+        deps: TurnDeps,
+        unsubscribe: Callable[[], None],
+        tool_choices: tuple[str, ...],
+    ) -> None:
+        log = self.log
+        stop: StopReason = EndTurn()
+        first = opening[-1]
+        try:
+            # An outcome paused for a custom tool resumes only with that tool's answer; anything else ends it.
+            if not isinstance(first, UserCustomToolResult) and (unfinished := OutcomeLoop.active(log, deps)):
+                defined = isinstance(first, UserDefineOutcome)
+                unfinished.supersede("a new outcome was defined" if defined else "a message came instead of an answer")
+            for event in opening:
+                log.emit(event)
+            outcome = OutcomeLoop(log, deps, first) if isinstance(first, UserDefineOutcome) else None
+            if outcome is not None:
+                outcome.announce()
+            if isinstance(first, UserCustomToolResult) and (waiting := log.pending_custom_tool_uses()):
+                stop = RequiresAction(event_ids=sorted(waiting))
+            else:
+                log.emit(log.make(SessionStatusRunning))
+                for status in await deps.start_mcp(log.agent):
+                    if status.state == "failed":  # the turn goes on without that server's tools
+                        message = f"MCP server {status.name} did not start: {status.error or 'no reason given'}"
+                        info = ErrorInfo(type="mcp_connection_failed_error", message=message)
+                        log.emit(log.make(SessionError, error=info))
+                stop = await self._work(first, outcome, turn.threads, deps, tool_choices)
+        except asyncio.CancelledError:
+            stop = Interrupted()
+        except Exception as exc:  # a bug must not leave the session stuck in "running"
+            message = f"{type(exc).__name__}: {exc}"
+            log.emit(log.make(SessionError, error=ErrorInfo(type="unknown_error", message=message)))
+            stop = ErrorStop(message=message)
+        finally:
+            try:
+                await turn.threads.close()
+            except asyncio.CancelledError:  # interrupted again while the threads were stopping
+                stop = Interrupted()
+            # Guidance that came after the last request is kept for the next turn rather than lost.
+            for blocks in log.drop_steering():
+                log.emit(log.make(UserMessage, content=blocks))
+            if isinstance(stop, BudgetReached):
+                log.emit(log.make(SessionUsageEvent, usage=log.usage, budget=log.budget))
+            log.emit(log.make(SessionStatusIdle, stop_reason=stop))
+            self.last = TurnResult(stop_reason=stop, events=turn.events)
+            with self._lock:
+                self._turn = None
+            unsubscribe()
+            turn.queue.put_nowait(_END)
+
+    async def _work(
+        self,
+        first: Event,
+        outcome: OutcomeLoop | None,
+        threads: ThreadManager,
+        deps: TurnDeps,
+        tool_choices: tuple[str, ...],
+    ) -> StopReason:
+        """Mount the resources (once), then run the turn loop, or drive the outcome with it."""
+        log = self.log
+        if not self._mounted:
+            try:
+                await asyncio.to_thread(mount_resources, log.record.resources, deps.workspace, deps.files)
+            except ResourceMountError as exc:
+                log.emit(log.make(SessionError, error=ErrorInfo(type="resource_mount_error", message=str(exc))))
+                return ErrorStop(message=str(exc))
+            self._mounted = True
+        tools = self.engine_tools(log, deps, threads)
+        choices = [tool_choices]
+
+        def runner() -> TurnRunner:
+            forced, choices[0] = choices[0], ()  # only the turn's first requests are forced
+            return TurnRunner(log, deps, tool_choices=forced, tools=tools)
+
+        if outcome is not None:
+            return await outcome.run(runner)
+        if isinstance(first, UserCustomToolResult) and (paused := OutcomeLoop.active(log, deps)) is not None:
+            return await paused.run(runner, resumed=True)
+        return await runner().run()
+
+    # ------------------------------------------------------------------------------------------ from outside
+
+    def interrupt(self, *, thread_id: str | None = None) -> None:
+        """Stop the running turn (from any thread), or only one of its spawned threads."""
+        turn = self._turn
+        if turn is None or turn.task is None:
+            return
+
+        def cancel() -> None:
+            if turn.task is None or turn.task.done():
+                return
+            if thread_id is None:
+                self.log.emit(self.log.make(UserInterrupt))
+                turn.task.cancel()
+            elif turn.threads.cancel(thread_id):
+                self.log.emit(self.log.make(UserInterrupt, thread_id=thread_id))
+
+        turn.call_soon(cancel)
+
+    def steer(self, blocks: list[ContentBlock], *, thread_id: str | None = None) -> None:
+        """Queue guidance for the running turn's next request (from any thread)."""
+        turn = self._turn
+        if turn is None:
+            raise InvalidInputError(f"no turn is running in session {self.log.id}; send the guidance as a message")
+        turn.call_soon(lambda: self.log.steer(thread_id, blocks))

@@ -1,0 +1,102 @@
+"""Changing a session: what an update changes, the ``session.updated`` it emits, and budgets from user input.
+
+:func:`apply_update` validates every argument before anything is written (a bad one raises and changes
+nothing), stores the new record and the event in one transaction, and shows the event to the listeners.
+``session.updated`` carries only what changed; ``agent`` is the full snapshot, present when the tools or
+MCP servers changed.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from .._validation import check_metadata
+from ..errors import InvalidInputError
+from ..events import SessionStatusTerminated, SessionUpdated
+from ..records.common import PERMISSION_PRESETS, UNSET, PermissionPreset, Unset, utc_now
+from ..usage import Budget
+from .deps import AgentSource
+from .log import SessionLog
+
+__all__ = ["apply_update", "parse_budget", "terminate"]
+
+MAX_TITLE_CHARS = 512
+
+
+def parse_budget(budget: object) -> Budget | None:
+    """A budget from what a user wrote: an amount in USD (``"0.50"``, ``2``, a Decimal), a Budget, or None."""
+    if budget is None:
+        return None
+    if isinstance(budget, Budget):
+        return budget
+    if isinstance(budget, bool) or not isinstance(budget, str | int | float | Decimal):
+        raise InvalidInputError(f"a budget is an amount in USD such as '0.50', not {budget!r}")
+    try:
+        amount = Decimal(str(budget))
+    except InvalidOperation:
+        raise InvalidInputError(f"a budget is an amount in USD such as '0.50', not {budget!r}") from None
+    if not amount.is_finite() or amount <= 0:
+        raise InvalidInputError(f"a budget must be more than 0 USD, not {budget!r}; use None for no budget")
+    return Budget(max_list_cost=amount)
+
+
+def check_title(title: str | None) -> str | None:
+    if title is not None and len(title) > MAX_TITLE_CHARS:
+        raise InvalidInputError(f"a session title is at most {MAX_TITLE_CHARS} characters")
+    return title
+
+
+def apply_update(
+    log: SessionLog,
+    agents: AgentSource,
+    *,
+    title: str | Unset | None = UNSET,
+    metadata: dict[str, str] | Unset = UNSET,
+    budget: object = UNSET,
+    agent_version: int | Unset = UNSET,
+    permissions: PermissionPreset | Unset = UNSET,
+) -> None:
+    record, agent = log.record, log.agent
+    changes: dict[str, Any] = {}
+    event_fields: dict[str, Any] = {}
+    if title is not UNSET and title != record.title:
+        changes["title"] = event_fields["title"] = check_title(title)
+    if metadata is not UNSET:
+        checked = check_metadata(metadata, "session")
+        if checked != record.metadata:
+            changes["metadata"] = event_fields["metadata"] = checked
+    if budget is not UNSET:
+        parsed = parse_budget(budget)
+        if parsed != record.budget:
+            changes["budget"] = event_fields["budget"] = parsed
+    if permissions is not UNSET and permissions != record.permissions:
+        if permissions not in PERMISSION_PRESETS:
+            raise InvalidInputError(
+                f"unknown permission preset {permissions!r}; use one of {', '.join(PERMISSION_PRESETS)}"
+            )
+        changes["permissions"] = event_fields["permissions"] = permissions
+    if agent_version is not UNSET:
+        pinned = agents.get(record.agent_id, agent_version)
+        if pinned.version != record.agent_version:
+            changes["agent_version"] = pinned.version
+            if (pinned.tools, pinned.mcp_servers) != (agent.tools, agent.mcp_servers):
+                event_fields["agent"] = pinned.snapshot()
+            agent = pinned
+    if not changes:
+        return
+    updated = record.model_copy(update=changes)
+    event = log.make(SessionUpdated, **event_fields) if event_fields else None
+    log.store.put_session(updated, event)
+    log.replace(updated, agent)
+    if event is not None:
+        log.notify(event)
+
+
+def terminate(log: SessionLog) -> None:
+    """End the session for good; its duration is frozen."""
+    if log.record.terminated_at is not None:
+        return
+    record = log.record.model_copy(update={"terminated_at": utc_now()})
+    log.store.put_session(record, log.make(SessionStatusTerminated))
+    log.replace(record, log.agent)

@@ -1,0 +1,134 @@
+"""An agent's immutable version and the parts it is made of (tools, MCP servers, multi-agent settings).
+
+Validation only: creating, updating and versioning agents is ``AgentsAPI``'s job (``agents.py``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from .model import ModelConfig
+
+__all__ = [
+    "MAX_SYSTEM_CHARS",
+    "Agent",
+    "AgentRef",
+    "CustomTool",
+    "McpServer",
+    "MultiAgent",
+    "ToolFilter",
+    "ToolSpec",
+]
+
+MAX_SYSTEM_CHARS = 100_000
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CustomTool(_Model):
+    """A tool the client answers: the turn pauses with ``requires_action`` until it sends the result."""
+
+    type: Literal["custom"] = "custom"
+    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class ToolFilter(_Model):
+    """Which registered tools this agent sees: ``allow`` keeps only those names, ``deny`` removes names."""
+
+    type: Literal["filter"] = "filter"
+    allow: list[str] | None = None
+    deny: list[str] = []
+
+
+ToolSpec: TypeAlias = Annotated[CustomTool | ToolFilter, Field(discriminator="type")]
+
+
+class McpServer(_Model):
+    """An MCP server whose tools the agent gets under the prefix ``<name>__``."""
+
+    name: str = Field(pattern=r"^[a-zA-Z0-9_-]{1,64}$")
+    type: Literal["stdio", "http"] = "stdio"
+    command: list[str] = []
+    env: dict[str, str] = Field(default={}, repr=False)
+    """May hold secrets: stored with the agent version, left out of reprs and of ``Agent.snapshot()``."""
+    url: str | None = None
+    headers: dict[str, str] = Field(default={}, repr=False)
+    """May hold secrets (an ``Authorization`` header): stored, never shown, like ``env``."""
+
+    @model_validator(mode="after")
+    def _endpoint(self) -> McpServer:
+        if self.type == "stdio" and not self.command:
+            raise ValueError("a stdio MCP server needs a command")
+        if self.type == "http" and not self.url:
+            raise ValueError("an http MCP server needs a url")
+        return self
+
+
+class AgentRef(_Model):
+    """A saved agent a coordinator may spawn as a thread: its latest version, or the one pinned."""
+
+    id: str = Field(min_length=1)
+    version: int | None = Field(default=None, ge=1)
+
+
+class MultiAgent(_Model):
+    """What an agent may do with session threads."""
+
+    spawn_threads: bool = True
+    """Whether the agent gets the tools to spawn threads and wait for their results."""
+    agents: list[AgentRef] = []
+    """The predefined (saved) agents it may spawn."""
+    inline_agents: bool = False
+    """Whether it may define agents inline (a name, a system prompt, a model), which are not saved."""
+
+
+class Agent(_Model):
+    """One immutable version of an agent."""
+
+    id: str
+    version: int = Field(ge=1)
+    name: str = Field(min_length=1, max_length=256)
+    description: str | None = Field(default=None, max_length=2048)
+    model: ModelConfig
+    system: str | None = Field(default=None, max_length=MAX_SYSTEM_CHARS)
+    tools: list[ToolSpec] = []
+    mcp_servers: list[McpServer] = []
+    skills: list[str] = []
+    metadata: dict[str, str] = {}
+    multiagent: MultiAgent | None = None
+    """None: the agent works alone."""
+    advisor: str | None = Field(default=None, min_length=1)
+    """A model id the agent's primary thread may consult through the ``consult_advisor`` tool."""
+    created_at: datetime
+    updated_at: datetime
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_from_name(cls, value: object) -> object:
+        return {"id": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Agent:
+        names = [t.name for t in self.tools if isinstance(t, CustomTool)]
+        if len(names) != len(set(names)):
+            raise ValueError("custom tool names must be unique")
+        servers = [s.name for s in self.mcp_servers]
+        if len(servers) != len(set(servers)):
+            raise ValueError("MCP server names must be unique")
+        return self
+
+    @property
+    def custom_tools(self) -> list[CustomTool]:
+        return [t for t in self.tools if isinstance(t, CustomTool)]
+
+    def snapshot(self) -> dict[str, Any]:
+        """The agent for events (``session.updated``): everything but the MCP servers' env and headers,
+        which may hold secrets (the stored agent version keeps them, to start the servers)."""
+        return self.model_dump(mode="json", exclude={"mcp_servers": {"__all__": {"env", "headers"}}})

@@ -1,0 +1,21 @@
+"""An uploaded file, as the upload store keeps it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+__all__ = ["UploadedFile"]
+
+
+@dataclass(frozen=True, slots=True)
+class UploadedFile:
+    id: str
+    filename: str
+    """The name the file had when it was uploaded."""
+    size: int
+    sha256: str
+    created_at: datetime
+    path: Path
+    """Where the store keeps it (read it; do not change it)."""
