@@ -14,6 +14,7 @@ import contextlib
 import os
 import signal
 import subprocess
+from pathlib import Path
 
 from ..base import ToolResult
 from ..definition import ToolContext, ToolDefinition
@@ -60,9 +61,46 @@ class _Collector(asyncio.SubprocessProtocol):
         return text
 
 
-def _kill_group(pid: int) -> None:
+async def _kill_group(pid: int) -> None:
+    """SIGKILL the command's process group, then wait until it is gone."""
+    _signal_group(pid)
+    await _group_gone(pid)
+
+
+def _signal_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
+
+
+async def _group_gone(pid: int) -> None:
+    """Wait (a second at most) until no process of the group still runs: a killed process is not gone at
+    once, and the call promises to leave nothing running."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 1.0
+    # No event tells when a process we did not start ends: look again every 10 ms.
+    while _group_runs(pid) and loop.time() < deadline:  # noqa: ASYNC110
+        await asyncio.sleep(0.01)
+
+
+def _group_runs(pgid: int) -> bool:
+    """Whether a process of the group still runs (zombies waiting to be reaped do not count)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            state, _ppid, pgrp = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, ValueError):
+            continue  # it ended while we looked
+        if int(pgrp) == pgid and state not in ("Z", "X"):
+            return True
+    return False
 
 
 def bash_tool(*, timeout: float = 120.0, max_timeout: float = 600.0, max_output: int = MAX_LOG_CHARS) -> ToolDefinition:
@@ -97,16 +135,17 @@ def bash_tool(*, timeout: float = 120.0, max_timeout: float = 600.0, max_output:
                     # Shielded: the timeout must cancel this wait, not the future the protocol resolves.
                     await asyncio.shield(collector.exited)
             except TimeoutError:
-                _kill_group(pid)
+                await _kill_group(pid)
                 await collector.exited
                 await _drain(collector, pid)
                 return ToolResult.error(f"{collector.text()}\n[killed after {limit:g} s]".lstrip(), "TIMEOUT")
             await _drain(collector, pid)
         except asyncio.CancelledError:
-            _kill_group(pid)
+            _signal_group(pid)
             # Let the shell be reaped before the turn goes on: the interrupt leaves nothing running.
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.shield(collector.exited)
+                await asyncio.shield(_group_gone(pid))
             raise
         finally:
             transport.close()
@@ -126,4 +165,4 @@ async def _drain(collector: _Collector, pid: int) -> None:
         async with asyncio.timeout(DRAIN_SECONDS):
             await asyncio.shield(collector.drained)
     except TimeoutError:
-        _kill_group(pid)
+        await _kill_group(pid)
