@@ -58,9 +58,11 @@ __all__ = [
     "SessionStatusIdle",
     "SessionStatusRunning",
     "SessionStatusTerminated",
+    "SessionSteerUndelivered",
     "SessionThreadCreated",
     "SessionThreadStatusIdle",
     "SessionThreadStatusRunning",
+    "SessionTurnsSuperseded",
     "SessionUpdated",
     "SessionUsageEvent",
     "SpanModelRequestEnd",
@@ -126,6 +128,11 @@ class _EventBase(_Model):
 class UserMessage(_EventBase):
     type: Literal["user.message"] = "user.message"
     content: list[ContentBlock]
+    cell_id: str | None = None
+    """The notebook cell whose run opened this turn; re-running that cell replaces the turn (see
+    ``session.turns_superseded``). None outside a notebook, and for guidance steered into a turn."""
+    steered: bool = False
+    """Guidance the user steered into the running turn, delivered with the request after this event."""
 
 
 class UserInterrupt(_EventBase):
@@ -167,6 +174,8 @@ class UserDefineOutcome(_EventBase):
     """The most evaluations: revision cycles run from 0 to ``max_iterations - 1``."""
     grader_model: str | None = None
     """The model that grades the work; None grades with the agent's own model."""
+    cell_id: str | None = None
+    """The notebook cell whose run opened this turn (as for ``user.message``)."""
 
 
 class SystemMessage(_EventBase):
@@ -404,6 +413,27 @@ class SessionUpdated(_EventBase):
         return data
 
 
+class SessionTurnsSuperseded(_EventBase):
+    """Turns that left the conversation's active path: the model will not see them again. The log keeps
+    them (it is append-only); every fold of the conversation skips them from here on."""
+
+    type: Literal["session.turns_superseded"] = "session.turns_superseded"
+    turn_ids: list[str]
+    """The ids of the events that opened those turns (``user.message`` / ``user.define_outcome``)."""
+    reason: Literal["rerun", "refused", "failed"]
+    """``rerun``: their cell, or an earlier one, was run again; ``refused``: the turn was refused before
+    any request (the budget); ``failed``: it failed before the model showed anything."""
+    cell_id: str | None = None
+    """For ``rerun``: the cell that was run again."""
+
+
+class SessionSteerUndelivered(_EventBase):
+    """Guidance steered into a turn that ended before a request could take it: it was discarded."""
+
+    type: Literal["session.steer_undelivered"] = "session.steer_undelivered"
+    content: list[ContentBlock]
+
+
 class SessionUsageEvent(_EventBase):
     """The session's cumulative usage and its budget at this moment."""
 
@@ -466,6 +496,8 @@ Event: TypeAlias = Annotated[
     | SessionError
     | SessionUpdated
     | SessionUsageEvent
+    | SessionTurnsSuperseded
+    | SessionSteerUndelivered
     | SessionThreadCreated
     | SessionThreadStatusRunning
     | SessionThreadStatusIdle

@@ -27,6 +27,7 @@ from .engine.inputs import CustomToolResult, Input, ToolChoice, message_blocks, 
 from .engine.log import SessionLog
 from .engine.mount import Mounted, mount_resources, workspace_for
 from .engine.outcomes import OutcomeSpec
+from .engine.path import PATH_EVENT_TYPES, on_path
 from .engine.result import TurnResult
 from .engine.stats import SessionStats, session_stats
 from .engine.threads import ThreadInfo, thread_infos
@@ -135,9 +136,18 @@ class Session:
     def stats(self) -> SessionStats:
         return session_stats(self._log, running=self._turns.running)
 
-    def events(self, *, types: Sequence[str] | None = None) -> list[Event]:
-        """The durable events, in order."""
-        return list(self._log.events(types=types))
+    def events(self, *, types: Sequence[str] | None = None, active_path: bool = False) -> list[Event]:
+        """The durable events, in order: the whole log, or with ``active_path`` only what the conversation
+        still holds (no superseded turn)."""
+        superseded = self._log.path().superseded if active_path else set()
+        if not superseded:
+            return list(self._log.events(types=types))
+        # The path needs the events that tell turns apart, whatever types were asked for.
+        wanted = (
+            None if types is None else {*types, *PATH_EVENT_TYPES, "session.status_idle", "user.custom_tool_result"}
+        )
+        kept = on_path(self._log.events(types=wanted), superseded)
+        return [e for e in kept if types is None or e.type in types]
 
     def history(self, thread_id: str | None = None) -> History:
         """A thread's conversation as the model is sent it (the primary thread's by default)."""
@@ -187,19 +197,25 @@ class Session:
 
     # ------------------------------------------------------------------------------------------ turns
 
-    async def send(self, message: Input, *, tool_choice: ToolChoice = None) -> AsyncIterator[StreamItem]:
+    async def send(
+        self, message: Input, *, tool_choice: ToolChoice = None, cell_id: str | None = None
+    ) -> AsyncIterator[StreamItem]:
         """Run one turn, yielding its previews and buffered events in order until ``session.status_idle``.
 
         ``tool_choice`` ("any", "none", or a tool's name) applies to the turn's first model request only,
         so a forced call is followed by an answer rather than a loop of calls; a sequence of them applies
         to the first requests in order (spawn_thread, then wait_thread). Closing the iterator early (or
         cancelling the task that iterates) interrupts the turn.
+
+        ``cell_id`` ties the turn to a notebook cell: running a cell again replaces its turn on the
+        conversation's active path, with every turn after it (they stay in the log, marked by
+        ``session.turns_superseded``). Without one, turns append.
         """
         if self.status == "terminated":
             raise SessionTerminatedError(f"session {self.id} was terminated; create a new session")
         deps = self._deps()
         choices = tool_choices(tool_choice, lambda: self._turns.offered_tool_names(deps))
-        opening = opening_events(self._log, deps, message)
+        opening = opening_events(self._log, deps, message, cell_id=cell_id)
         async for item in self._turns.stream(opening, deps, choices):
             yield item
 
@@ -209,17 +225,18 @@ class Session:
         *,
         on_item: Callable[[StreamItem], None] | None = None,
         tool_choice: ToolChoice = None,
+        cell_id: str | None = None,
     ) -> TurnResult:
         """Run one turn to its end and return what it produced; ``on_item`` sees every item as it streams."""
-        async for item in self.send(message, tool_choice=tool_choice):
+        async for item in self.send(message, tool_choice=tool_choice, cell_id=cell_id):
             if on_item is not None:
                 on_item(item)
         assert self._turns.last is not None  # send() returns only once the turn ended
         return self._turns.last
 
-    def send_sync(self, message: Input, *, tool_choice: ToolChoice = None) -> TurnResult:
+    def send_sync(self, message: Input, *, tool_choice: ToolChoice = None, cell_id: str | None = None) -> TurnResult:
         """:meth:`ask` for scripts without an event loop."""
-        return self._engine.run_sync(self.ask(message, tool_choice=tool_choice))
+        return self._engine.run_sync(self.ask(message, tool_choice=tool_choice, cell_id=cell_id))
 
     async def define_outcome(
         self,

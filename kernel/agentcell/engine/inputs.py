@@ -34,9 +34,12 @@ ToolChoice = str | Sequence[str] | None
 """For a turn's first request ("any", "none" or a tool's name), or for its first requests in order."""
 
 
-def opening_events(log: SessionLog, deps: TurnDeps, message: Input) -> list[Event]:
+def opening_events(log: SessionLog, deps: TurnDeps, message: Input, *, cell_id: str | None = None) -> list[Event]:
+    """``cell_id``: the notebook cell the turn runs for (its earlier turn, if on the path, is replaced)."""
+    if cell_id is not None and (not isinstance(cell_id, str) or not cell_id.strip()):
+        raise InvalidInputError(f"a cell id is a non-empty string, not {cell_id!r}")
     if isinstance(message, OutcomeSpec):
-        return [define_event(log, deps, message)]
+        return [define_event(log, deps, message).model_copy(update={"cell_id": cell_id})]
     if isinstance(message, CustomToolResult):
         pending = log.pending_custom_tool_uses()
         if message.custom_tool_use_id not in pending:
@@ -53,7 +56,7 @@ def opening_events(log: SessionLog, deps: TurnDeps, message: Input) -> list[Even
             is_error=message.is_error,
         )
         return [answer]
-    return [log.make(UserMessage, content=message_blocks(message))]
+    return [log.make(UserMessage, content=message_blocks(message), cell_id=cell_id)]
 
 
 def message_blocks(content: str | Sequence[ContentBlock]) -> list[ContentBlock]:

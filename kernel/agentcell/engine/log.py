@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Collection, Iterator
 from decimal import Decimal
-from typing import Any, TypeVar, cast
+from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel
 
@@ -23,6 +23,7 @@ from ..events import (
     RequiresAction,
     SessionOutcomeUpdated,
     SessionStatusIdle,
+    SessionTurnsSuperseded,
     SessionUsageEvent,
     StreamItem,
     UserCustomToolResult,
@@ -35,6 +36,7 @@ from ..records.session import SessionRecord
 from ..store.base import Store
 from ..usage import Budget, Usage
 from .history import HISTORY_EVENT_TYPES, History
+from .path import PATH_EVENT_TYPES, ActivePath, on_path
 
 __all__ = ["Listener", "SessionLog"]
 
@@ -117,15 +119,28 @@ class SessionLog:
         return self.store.last_event(self.id, event_type)
 
     def history(self, thread_id: str | None = None) -> History:
-        """The thread's message history, folded from the log once and kept current as events are emitted."""
+        """The thread's message history on the active path, folded from the log once and kept current as
+        events are emitted (a supersession folds it afresh)."""
         history = self._histories.get(thread_id)
         if history is None:
             history = History()
-            for event in self.events(types=HISTORY_EVENT_TYPES):
+            superseded = self.path().superseded
+            events = self.events(types=(*HISTORY_EVENT_TYPES, "session.status_idle"))
+            for event in on_path(events, superseded) if superseded else events:
                 if event.thread_id == thread_id:
                     history.apply(event)
             self._histories[thread_id] = history
         return history
+
+    def path(self) -> ActivePath:
+        """The turns on the active path (see ``engine/path.py``)."""
+        return ActivePath(self.events(types=PATH_EVENT_TYPES))
+
+    def supersede(self, turn_ids: list[str], reason: Literal["rerun", "refused", "failed"], **fields: Any) -> None:
+        """Take turns off the active path (the log keeps them): the next request no longer sees them."""
+        if turn_ids:
+            self.emit(self.make(SessionTurnsSuperseded, turn_ids=turn_ids, reason=reason, **fields))
+            self._histories.clear()
 
     @property
     def outcome(self) -> Outcome | None:

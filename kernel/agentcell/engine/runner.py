@@ -150,7 +150,7 @@ class TurnRunner:
     def _deliver_steering(self) -> None:
         """Put the guidance steered in since the last request into this thread's history, as user messages."""
         for blocks in self.log.take_steering(self.thread_id):
-            self.log.emit(self.log.make(UserMessage, thread_id=self.thread_id, content=blocks))
+            self.log.emit(self.log.make(UserMessage, thread_id=self.thread_id, content=blocks, steered=True))
 
     def offered_tools(self, agent: Agent) -> list[ToolSchema]:
         return offered_tools(

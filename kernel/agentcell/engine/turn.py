@@ -13,10 +13,14 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable
-from typing import cast
+from typing import Literal, cast
 
 from ..errors import InvalidInputError, ResourceMountError, SessionBusyError
 from ..events import (
+    AgentCustomToolUse,
+    AgentMessage,
+    AgentThinking,
+    AgentToolUse,
     BudgetReached,
     ContentBlock,
     EndTurn,
@@ -28,13 +32,14 @@ from ..events import (
     SessionError,
     SessionStatusIdle,
     SessionStatusRunning,
+    SessionSteerUndelivered,
     SessionUsageEvent,
+    SpanModelRequestStart,
     StopReason,
     StreamItem,
     UserCustomToolResult,
     UserDefineOutcome,
     UserInterrupt,
-    UserMessage,
     is_preview,
 )
 from .advisor import advisor_tools
@@ -42,6 +47,7 @@ from .deps import TurnDeps
 from .log import SessionLog
 from .mount import mount_resources
 from .outcomes import OutcomeLoop
+from .path import is_opening
 from .request import SessionTool
 from .result import TurnResult
 from .runner import TurnRunner
@@ -161,6 +167,9 @@ class TurnSupervisor:
             if not isinstance(first, UserCustomToolResult) and (unfinished := OutcomeLoop.active(log, deps)):
                 defined = isinstance(first, UserDefineOutcome)
                 unfinished.supersede("a new outcome was defined" if defined else "a message came instead of an answer")
+            cell = getattr(first, "cell_id", None)
+            if isinstance(cell, str):  # the cell ran before: its turn and every later one leave the path
+                log.supersede(log.path().rerun(cell), "rerun", cell_id=cell)
             for event in opening:
                 log.emit(event)
             outcome = OutcomeLoop(log, deps, first) if isinstance(first, UserDefineOutcome) else None
@@ -187,9 +196,12 @@ class TurnSupervisor:
                 await turn.threads.close()
             except asyncio.CancelledError:  # interrupted again while the threads were stopping
                 stop = Interrupted()
-            # Guidance that came after the last request is kept for the next turn rather than lost.
+            # Guidance that came after the last request reached no model: say so, and keep it out of the
+            # conversation (the user saw it refused, not answered).
             for blocks in log.drop_steering():
-                log.emit(log.make(UserMessage, content=blocks))
+                log.emit(log.make(SessionSteerUndelivered, content=blocks))
+            if is_opening(first) and (reason := _left_nothing(stop, turn.events)) is not None:
+                log.supersede([first.id], reason)
             if isinstance(stop, BudgetReached):
                 log.emit(log.make(SessionUsageEvent, usage=log.usage, budget=log.budget))
             log.emit(log.make(SessionStatusIdle, stop_reason=stop))
@@ -254,3 +266,14 @@ class TurnSupervisor:
         if turn is None:
             raise InvalidInputError(f"no turn is running in session {self.log.id}; send the guidance as a message")
         turn.call_soon(lambda: self.log.steer(thread_id, blocks))
+
+
+def _left_nothing(stop: StopReason, events: list[Event]) -> Literal["refused", "failed"] | None:
+    """Why a turn that ended leaves no prompt behind: refused before any request, or failed before the
+    model showed anything. None when the user saw the model's work (an interrupted turn keeps it)."""
+    if isinstance(stop, BudgetReached) and not any(isinstance(e, SpanModelRequestStart) for e in events):
+        return "refused"
+    shown = (AgentMessage, AgentThinking, AgentToolUse, AgentCustomToolUse)
+    if isinstance(stop, ErrorStop) and not any(isinstance(e, shown) for e in events):
+        return "failed"
+    return None

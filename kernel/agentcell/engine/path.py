@@ -1,0 +1,90 @@
+"""The active path: the turns the model sees, in a log that keeps every turn.
+
+A turn opens with a ``user.message`` (not steered guidance) or a ``user.define_outcome`` of the primary
+thread; everything after it, until the next opening, belongs to it (its tool calls, its threads, the answer
+to a custom tool it paused for). A ``session.turns_superseded`` takes turns off the path: when a notebook
+cell is run again, its earlier turn and every later turn on the path leave it (so re-running the last cell
+regenerates it, re-running an earlier one branches from there, and Run All gives the same conversation each
+time); a turn refused before any request, or failed before the model showed anything, leaves it too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+from ..events import (
+    Event,
+    SessionStatusIdle,
+    SessionTurnsSuperseded,
+    UserCustomToolResult,
+    UserDefineOutcome,
+    UserMessage,
+)
+
+__all__ = ["PATH_EVENT_TYPES", "ActivePath", "TurnRef", "is_opening", "on_path"]
+
+PATH_EVENT_TYPES = ("user.message", "user.define_outcome", "session.turns_superseded")
+"""The event types the path is folded from."""
+
+
+def is_opening(event: Event) -> bool:
+    """Whether ``event`` opens a turn."""
+    if isinstance(event, UserMessage):
+        return event.thread_id is None and not event.steered
+    return isinstance(event, UserDefineOutcome) and event.thread_id is None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRef:
+    id: str
+    """The id of the event that opened the turn."""
+    cell_id: str | None
+
+
+class ActivePath:
+    """Folds openings and supersessions into the turns on the path, oldest first."""
+
+    def __init__(self, events: Iterable[Event] = ()) -> None:
+        self._turns: list[TurnRef] = []
+        self.superseded: set[str] = set()
+        for event in events:
+            self.apply(event)
+
+    def apply(self, event: Event) -> None:
+        if is_opening(event):
+            cell = event.cell_id if isinstance(event, UserMessage | UserDefineOutcome) else None
+            self._turns.append(TurnRef(event.id, cell))
+        elif isinstance(event, SessionTurnsSuperseded):
+            self.superseded.update(event.turn_ids)
+
+    @property
+    def turns(self) -> list[TurnRef]:
+        """The turns on the path, oldest first."""
+        return [t for t in self._turns if t.id not in self.superseded]
+
+    def rerun(self, cell_id: str) -> list[str]:
+        """The turns that leave the path when ``cell_id`` runs again: its turn on the path and every later
+        one; none when the cell has no turn on the path (its run then appends)."""
+        turns = self.turns
+        for index, turn in enumerate(turns):
+            if turn.cell_id == cell_id:
+                return [t.id for t in turns[index:]]
+        return []
+
+
+def on_path(events: Iterable[Event], superseded: set[str]) -> Iterator[Event]:
+    """The events of ``events`` (in log order) that belong to no superseded turn. Give it the primary
+    thread's ``session.status_idle`` events too: they tell where a turn ends (what follows, until the
+    next turn, belongs to none, except the answer to a custom tool, which resumes the turn it paused)."""
+    current: str | None = None
+    last: str | None = None
+    for event in events:
+        if is_opening(event):
+            current = last = event.id
+        elif isinstance(event, UserCustomToolResult) and event.thread_id is None:
+            current = last
+        if current is None or current not in superseded:
+            yield event
+        if isinstance(event, SessionStatusIdle) and event.thread_id is None:
+            current = None
