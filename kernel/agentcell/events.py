@@ -445,6 +445,10 @@ class SessionUsageEvent(_EventBase):
 class SpanModelRequestStart(_EventBase):
     type: Literal["span.model_request_start"] = "span.model_request_start"
     model: str
+    max_tokens: int | None = None
+    """The most output tokens the request allows."""
+    budget_shortened_from: int | None = None
+    """Present when the budget lowered ``max_tokens``: what the agent asked for."""
 
 
 class SpanModelRequestEnd(_EventBase):

@@ -16,6 +16,7 @@ __all__ = [
     "FREE",
     "Budget",
     "CacheCreation",
+    "InputBilling",
     "Money",
     "Pricing",
     "ServerToolUse",
@@ -132,21 +133,23 @@ def flat_pricing(
 FREE: Pricing = flat_pricing(0, 0)
 
 
-def worst_case_cost(pricing: Pricing, input_tokens: int, max_output_tokens: int) -> Decimal:
+InputBilling = Literal["plain", "5m", "any"]
+"""How a request's input may be billed: never as cache writes, perhaps as 5-minute writes, or any way."""
+
+
+def worst_case_cost(
+    pricing: Pricing, input_tokens: int, max_output_tokens: int, billing: InputBilling = "any"
+) -> Decimal:
     """The most a request can cost when its input is at most ``input_tokens`` and its output at most
-    ``max_output_tokens``: every input token is priced at the dearest way it may be billed (plain, or as a
-    5-minute or 1-hour cache write)."""
-    shapes = (
-        Usage(input_tokens=input_tokens, output_tokens=max_output_tokens),
-        Usage(
-            output_tokens=max_output_tokens,
-            cache_creation=CacheCreation(ephemeral_5m_input_tokens=input_tokens),
-        ),
-        Usage(
-            output_tokens=max_output_tokens,
-            cache_creation=CacheCreation(ephemeral_1h_input_tokens=input_tokens),
-        ),
-    )
+    ``max_output_tokens``: every input token is priced at the dearest way ``billing`` allows (plain, or
+    as a 5-minute or 1-hour cache write; a cache read is always cheaper than plain input)."""
+    shapes = [Usage(input_tokens=input_tokens, output_tokens=max_output_tokens)]
+    if billing != "plain":
+        written = CacheCreation(ephemeral_5m_input_tokens=input_tokens)
+        shapes.append(Usage(output_tokens=max_output_tokens, cache_creation=written))
+    if billing == "any":
+        written = CacheCreation(ephemeral_1h_input_tokens=input_tokens)
+        shapes.append(Usage(output_tokens=max_output_tokens, cache_creation=written))
     return max(pricing(shape) for shape in shapes)
 
 

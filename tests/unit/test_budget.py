@@ -21,16 +21,37 @@ def test_worst_case_prices_input_at_its_dearest_billing() -> None:
     assert worst_case_cost(PRICING, 1000, 100) == Decimal("0.0075")
 
 
-def test_a_request_that_might_not_fit_is_never_sent(tmp_path: Path) -> None:
+def test_a_request_that_fits_only_shorter_is_sent_with_fewer_tokens(tmp_path: Path) -> None:
     provider = ScriptedProvider([ScriptedResponse(steps=[ScriptedText(text="hi")])], pricing=PRICING)
     with Engine(tmp_path / "db", providers={"scripted": provider}) as engine:
         agent = engine.agents.create(name="a", model={"id": "scripted", "max_tokens": 100_000})
         session = engine.sessions.create(agent=agent.id, budget="0.01")  # 100k output alone costs $1.50
         result = session.send_sync("hi")
+    assert result.text == "hi"
+    [sent] = provider.requests
+    assert 128 <= sent.settings.max_tokens < 100_000
+    input_bound = provider.input_token_bound(sent)
+    assert worst_case_cost(PRICING, input_bound, sent.settings.max_tokens) <= Decimal("0.01")
+    assert worst_case_cost(PRICING, input_bound, sent.settings.max_tokens + 1) > Decimal("0.01")  # tight
+    [span] = [e for e in result.events if isinstance(e, ev.SpanModelRequestStart)]
+    assert (span.max_tokens, span.budget_shortened_from) == (sent.settings.max_tokens, 100_000)
+
+
+def test_a_request_whose_useful_minimum_does_not_fit_is_never_sent_and_says_why(tmp_path: Path) -> None:
+    provider = ScriptedProvider([ScriptedResponse(steps=[ScriptedText(text="hi")])], pricing=PRICING)
+    with Engine(tmp_path / "db", providers={"scripted": provider}) as engine:
+        agent = engine.agents.create(name="a", model={"id": "scripted", "max_tokens": 100_000})
+        session = engine.sessions.create(agent=agent.id, budget="0.0075")  # the input bound alone fills it
+        result = session.send_sync("hi")
     assert result.stop_reason == ev.BudgetReached()
     assert provider.requests == []
     types = [e.type for e in result.events]
     assert types[-2:] == ["session.usage", "session.status_idle"]
+    [refusal] = [e.error for e in result.events if isinstance(e, ev.SessionError)]
+    assert refusal.type == "budget_reached"
+    assert "$0.0075 of the $0.0075 budget is left" in refusal.message  # what is left, of what budget
+    assert "with 128 output tokens it may cost up to $0.0" in refusal.message  # the worst case it needs
+    assert "%budget" in refusal.message and "max_tokens" in refusal.message
 
 
 @st.composite
@@ -131,3 +152,45 @@ def test_engine_retries_reserve_the_budget_again(tmp_path: Path) -> None:
     assert result.stop_reason == ev.BudgetReached()
     assert len(provider.requests) == 1  # the retry might not have fitted what remained: it was not sent
     assert session.usage.list_cost == attempt <= budget
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    overshoot=st.lists(st.floats(0, 5), min_size=1, max_size=6),
+    budget=st.decimals(min_value=Decimal("0.001"), max_value=Decimal("0.05"), places=4),
+    max_tokens=st.integers(1, 2000),
+)
+def test_usage_beyond_what_a_request_could_produce_is_priced_at_its_worst_case(
+    overshoot: list[float], budget: Decimal, max_tokens: int
+) -> None:
+    """A server that reports more output than max_tokens allows (or more input than was sent) cannot push
+    spend past the cap: the excess is counted at the request's worst case and reported as an anomaly."""
+    import tempfile
+
+    box: list[ScriptedProvider] = []
+    plays = iter(overshoot * 20)
+
+    def respond(request: ModelRequest) -> ScriptedResponse:
+        factor = next(plays)
+        usage = Usage(
+            input_tokens=int(box[0].input_token_bound(request) * factor),
+            output_tokens=int(request.settings.max_tokens * factor),
+        )
+        return ScriptedResponse(steps=[ScriptedText(text="x")], usage=usage)
+
+    provider = ScriptedProvider(respond, pricing=PRICING)
+    box.append(provider)
+    with tempfile.TemporaryDirectory() as tmp, Engine(Path(tmp) / "db", providers={"scripted": provider}) as engine:
+        agent = engine.agents.create(name="a", model={"id": "scripted", "max_tokens": max_tokens})
+        session = engine.sessions.create(agent=agent.id, budget=budget)
+        for _ in range(len(overshoot)):
+            if isinstance(session.send_sync("go").stop_reason, ev.BudgetReached):
+                break
+        assert session.usage.list_cost <= budget
+        anomalies = [e for e in session.events(types=["session.error"]) if "anomaly" in e.error.type]  # type: ignore[union-attr]
+        over = 0
+        for request, factor in zip(provider.requests, overshoot * 20, strict=False):
+            bound = provider.input_token_bound(request)
+            reported = Usage(input_tokens=int(bound * factor), output_tokens=int(request.settings.max_tokens * factor))
+            over += PRICING(reported) > worst_case_cost(PRICING, bound, request.settings.max_tokens)
+        assert len(anomalies) == over  # each over-report said so, and nothing else

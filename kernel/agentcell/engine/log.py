@@ -183,6 +183,14 @@ class SessionLog:
             self._reserved += worst_case
             return True
 
+    def budget_room(self) -> Decimal | None:
+        """What remains of the budget once the requests in flight are held; None without a budget."""
+        budget = self.budget
+        if budget is None:
+            return None
+        with self._lock:
+            return budget.max_list_cost - self.usage.list_cost - self._reserved
+
     def release_budget(self, worst_case: Decimal) -> None:
         with self._lock:
             self._reserved -= worst_case

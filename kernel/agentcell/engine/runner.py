@@ -16,8 +16,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._format import format_usd
 from ..errors import (
     BudgetExhaustedError,
     ProviderAuthError,
@@ -54,7 +56,8 @@ from ..providers.base import (
 )
 from ..records.agent import Agent
 from ..tools.base import ToolCall, ToolResult
-from ..usage import Pricing, Usage, worst_case_cost
+from ..usage import Pricing, Usage
+from .budget import fit_request
 from .deps import TurnDeps
 from .log import SessionLog
 from .request import SessionTool, offered_tools, system_prompt
@@ -125,7 +128,9 @@ class TurnRunner:
             )
             try:
                 response = await self._request(resolved, request)
-            except BudgetExhaustedError:
+            except BudgetExhaustedError as refused:
+                if str(refused):
+                    self._emit_error("budget_reached", str(refused))
                 return BudgetReached()
             if response.tool_calls:
                 stop = await self._run_tools({t.name for t in offered})
@@ -198,12 +203,23 @@ class TurnRunner:
         """
         log = self.log
         pricing = resolved.provider.pricing(resolved.model)
-        worst = worst_case_cost(pricing, resolved.provider.input_token_bound(request), request.settings.max_tokens)
+        plan = await fit_request(log, resolved.provider, pricing, request, shorten=record)
+        request, worst = plan.request, plan.worst_case
         for attempt in range(ENGINE_RETRY.max_retries + 1):
             if not log.reserve_budget(worst):
-                raise BudgetExhaustedError
+                raise BudgetExhaustedError(
+                    "the budget cannot cover another attempt at the request; raise the budget to go on"
+                    if attempt
+                    else ""
+                )
             try:
-                start = log.make(SpanModelRequestStart, thread_id=self.thread_id, model=resolved.config.id)
+                start = log.make(
+                    SpanModelRequestStart,
+                    thread_id=self.thread_id,
+                    model=resolved.config.id,
+                    max_tokens=request.settings.max_tokens,
+                    budget_shortened_from=plan.shortened_from,
+                )
                 log.emit(start)
                 accumulator = ResponseAccumulator()
                 state = Attempt()
@@ -215,7 +231,7 @@ class TurnRunner:
                             self._recorder.preview(event, state)
                     response = accumulator.finish()
                 except ProviderError as error:
-                    self._end_span(start, cut_short_usage(accumulator.usage, state, request), pricing)
+                    self._end_span(start, cut_short_usage(accumulator.usage, state, request), pricing, worst)
                     retry = state.shown and error.retryable and attempt < ENGINE_RETRY.max_retries
                     self._emit_error(_error_type(error), str(error), "retrying" if retry else "terminal")
                     if not retry:
@@ -224,21 +240,38 @@ class TurnRunner:
                     continue
                 except asyncio.CancelledError:
                     self._recorder.keep_interrupted_text(state)
-                    self._end_span(start, cut_short_usage(accumulator.usage, state, request), pricing)
+                    self._end_span(start, cut_short_usage(accumulator.usage, state, request), pricing, worst)
                     raise
                 if record:
                     self._commit(response, state)
-                self._end_span(start, response.usage, pricing, stop_reason=response.stop_reason)
+                self._end_span(start, response.usage, pricing, worst, stop_reason=response.stop_reason)
                 return response
             finally:
                 log.release_budget(worst)
         raise AssertionError("unreachable: the last attempt either returns or raises")
 
     def _end_span(
-        self, start: SpanModelRequestStart, usage: Usage, pricing: Pricing, *, stop_reason: str | None = None
+        self,
+        start: SpanModelRequestStart,
+        usage: Usage,
+        pricing: Pricing,
+        ceiling: Decimal,
+        *,
+        stop_reason: str | None = None,
     ) -> None:
-        """Close the request's span with its priced usage and add that to the session's usage."""
-        priced = usage.model_copy(update={"list_cost": pricing(usage)})
+        """Close the request's span with its priced usage and add that to the session's usage. A cost past
+        the request's worst case (``ceiling``) is usage the request could not have produced: it is priced at
+        the ceiling, so the budget holds, and reported as a provider anomaly."""
+        cost = pricing(usage)
+        if cost > ceiling:
+            self._emit_error(
+                "provider_usage_anomaly",
+                f"the provider reported usage worth {format_usd(cost)} at list price for a request that could cost "
+                f"at most {format_usd(ceiling)} ({usage.input_tokens:,} input and {usage.output_tokens:,} output "
+                f"tokens reported, max_tokens {start.max_tokens}); it is counted at {format_usd(ceiling)}",
+            )
+            cost = ceiling
+        priced = usage.model_copy(update={"list_cost": cost})
         self.log.emit(
             self.log.make(
                 SpanModelRequestEnd,

@@ -231,6 +231,20 @@ class HTTPStreamer:
         if self._own_client:
             await self._client.aclose()
 
+    async def post_json(self, url: str, headers: dict[str, str], body: bytes, context: ErrorContext) -> Any:
+        """One POST answered with JSON, not retried (callers use it for what they can do without). Raises
+        a typed, scrubbed ProviderError."""
+        try:
+            response = await self._client.post(url, headers=headers, content=body)
+            answer = await _json_or_text(response)
+            if response.status_code >= 400:
+                raise status_error(response, answer, context)
+            return answer
+        except ProviderError as exc:
+            raise _scrubbed(exc, context.secrets) from None
+        except _FAILURES as exc:
+            raise _failure(exc, context, answered=False) from None
+
     async def stream(
         self,
         prepare: Callable[[], tuple[str, dict[str, str], bytes]],

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from ..errors import ProviderProtocolError
 from ..events import ImageBlock, TextBlock
 from ..records.model import ModelConfig, ModelSettings
-from ..usage import FREE, Pricing, Usage
+from ..usage import FREE, InputBilling, Pricing, Usage
 
 __all__ = [
     "BlockStart",
@@ -335,6 +335,20 @@ class Provider(ABC):
         """
         body = request.model_dump_json(include={"system", "messages", "tools"})
         return len(body.encode()) + 16 * (len(request.messages) + len(request.tools)) + 1024
+
+    async def count_input_tokens(self, request: ModelRequest) -> int | None:
+        """The input tokens the request will be billed for, counted by the provider's own tokenizer (never
+        less than the truth); None when it cannot count. The engine asks only when the cheap
+        :meth:`input_token_bound` would not fit what remains of a budget, so this may take a request."""
+        del request
+        return None
+
+    def input_billing(self, request: ModelRequest) -> InputBilling:
+        """How the request's input tokens may be billed: ``plain`` (never written to a cache), ``5m`` (perhaps
+        as 5-minute cache writes), ``any`` (perhaps as 1-hour writes: the dearest). The worst case of a
+        request prices its input at the dearest way this allows; ``any`` unless the provider knows."""
+        del request
+        return "any"
 
     async def aclose(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release connections and threads."""

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, cast
 from ..errors import ConfigurationError, ProviderError
 from ..events import ImageBlock
 from ..ids import new_id
-from ..usage import Usage
+from ..usage import InputBilling, Usage
 from ._local_decode import ReplyDecoder, held_back
 from .base import (
     BlockStart,
@@ -298,6 +298,13 @@ class LocalProvider(Provider):
         if self._model is None:  # loading here would block the event loop; the byte bound is safe
             return super().input_token_bound(request)
         return len(_prompt(self._model, request))
+
+    async def count_input_tokens(self, request: ModelRequest) -> int | None:
+        return self.input_token_bound(request) if self._model is not None else None
+
+    def input_billing(self, request: ModelRequest) -> InputBilling:
+        del request
+        return "plain"
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         if unknown := set(request.settings.extra) - _OPTIONS:

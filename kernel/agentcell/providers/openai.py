@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from ..errors import ProviderAuthError
-from ..usage import FREE, Pricing
+from ..usage import FREE, InputBilling, Pricing
 from ._http import DEFAULT_TIMEOUT, ErrorContext, HTTPStreamer, RetryPolicy, check_key, clean_key, join_url
 from ._openai_stream import OpenAIStreamParser
 from ._pricing import genai_pricing
@@ -84,6 +84,10 @@ class OpenAIProvider(Provider):
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r})"
+
+    def input_billing(self, request: ModelRequest) -> InputBilling:
+        del request
+        return "plain"  # OpenAI-compatible servers cache prompts on their own and bill no cache writes
 
     def pricing(self, model: str) -> Pricing:
         if self._pricing is not None:

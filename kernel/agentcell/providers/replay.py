@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Literal, TypeAlias, get_args
 
 from ..errors import InvalidInputError, ProviderError, ReplayMissError, UserError
-from ..usage import FREE, Pricing
+from ..usage import FREE, InputBilling, Pricing
 from ._fingerprint import (
     DIR_PLACEHOLDER,
     RequestDigest,
@@ -251,6 +251,16 @@ class ReplayProvider(Provider):
         if self.replayer.mode in ("off", "record"):
             return self.live().input_token_bound(request)
         return super().input_token_bound(request)  # the byte bound is safe and needs no live provider
+
+    async def count_input_tokens(self, request: ModelRequest) -> int | None:
+        if self.replayer.mode in ("off", "record"):
+            return await self.live().count_input_tokens(request)
+        return None  # a replay sends nothing live, counting included
+
+    def input_billing(self, request: ModelRequest) -> InputBilling:
+        if self.replayer.mode in ("off", "record"):
+            return self.live().input_billing(request)
+        return super().input_billing(request)
 
     async def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         replayer = self.replayer
