@@ -449,6 +449,8 @@ class SpanModelRequestStart(_EventBase):
     """The most output tokens the request allows."""
     budget_shortened_from: int | None = None
     """Present when the budget lowered ``max_tokens``: what the agent asked for."""
+    preparing: str | None = None
+    """What the request waits on before the model itself (``loading the local model``), when anything."""
 
 
 class SpanModelRequestEnd(_EventBase):

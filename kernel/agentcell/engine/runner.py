@@ -219,6 +219,7 @@ class TurnRunner:
                     model=resolved.config.id,
                     max_tokens=request.settings.max_tokens,
                     budget_shortened_from=plan.shortened_from,
+                    preparing=resolved.provider.preparing(),
                 )
                 log.emit(start)
                 accumulator = ResponseAccumulator()

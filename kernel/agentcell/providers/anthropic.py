@@ -103,6 +103,13 @@ class AnthropicProvider(Provider):
     async def aclose(self) -> None:
         await self._http.aclose()
 
+    def check_ready(self) -> None:
+        if self._api_key is None:
+            raise ConfigurationError(
+                f"no Anthropic API key: set the {KEY_ENV} environment variable before starting Jupyter "
+                "(or, in a notebook, %model prompts for one)"
+            )
+
     def input_billing(self, request: ModelRequest) -> InputBilling:
         option = request.settings.extra.get("cache")
         if option in (None, False, ""):

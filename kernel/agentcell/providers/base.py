@@ -343,6 +343,16 @@ class Provider(ABC):
         del request
         return None
 
+    def check_ready(self) -> None:  # noqa: B027 - optional hook: most providers need nothing
+        """Raise ConfigurationError, saying what to set, when a request could not even be sent as configured
+        (no API key where one is needed). Nothing goes over the network: a wrong key is found by the first
+        request."""
+
+    def preparing(self) -> str | None:
+        """What the next request waits on before the model itself, for front ends to say (``loading the
+        local model``); None when it waits only on the model."""
+        return None
+
     def input_billing(self, request: ModelRequest) -> InputBilling:
         """How the request's input tokens may be billed: ``plain`` (never written to a cache), ``5m`` (perhaps
         as 5-minute cache writes), ``any`` (perhaps as 1-hour writes: the dearest). The worst case of a

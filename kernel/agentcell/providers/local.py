@@ -302,6 +302,9 @@ class LocalProvider(Provider):
     async def count_input_tokens(self, request: ModelRequest) -> int | None:
         return self.input_token_bound(request) if self._model is not None else None
 
+    def preparing(self) -> str | None:
+        return None if self._model is not None or self._key in _models else "loading the local model"
+
     def input_billing(self, request: ModelRequest) -> InputBilling:
         del request
         return "plain"

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..errors import ProviderAuthError
+from ..errors import ConfigurationError, ProviderAuthError
 from ..usage import FREE, InputBilling, Pricing
 from ._http import DEFAULT_TIMEOUT, ErrorContext, HTTPStreamer, RetryPolicy, check_key, clean_key, join_url
 from ._openai_stream import OpenAIStreamParser
@@ -84,6 +84,13 @@ class OpenAIProvider(Provider):
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r})"
+
+    def check_ready(self) -> None:
+        if self._api_key is None and self._official:
+            raise ConfigurationError(
+                f"no OpenAI API key: set the {self._key_env} environment variable, or {BASE_URL_ENV} to an "
+                "OpenAI-compatible server (vLLM, Ollama, llama.cpp) that needs none"
+            )
 
     def input_billing(self, request: ModelRequest) -> InputBilling:
         del request

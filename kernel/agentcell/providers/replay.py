@@ -257,6 +257,16 @@ class ReplayProvider(Provider):
             return await self.live().count_input_tokens(request)
         return None  # a replay sends nothing live, counting included
 
+    def check_ready(self) -> None:
+        replayer = self.replayer
+        if replayer.mode in ("replay", "auto") and replayer.recording.for_model(replayer.model_key(self.model_id)):
+            return  # the recording answers this model
+        if replayer.mode != "replay":
+            self.live().check_ready()
+
+    def preparing(self) -> str | None:
+        return self.live().preparing() if self.replayer.mode in ("off", "record") else None
+
     def input_billing(self, request: ModelRequest) -> InputBilling:
         if self.replayer.mode in ("off", "record"):
             return self.live().input_billing(request)
