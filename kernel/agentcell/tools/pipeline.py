@@ -1,0 +1,300 @@
+"""The execution pipeline of the tool registry (see ``registry.py`` for the order and the guarantees).
+
+:class:`ToolPipeline` is the registry's execution half: it runs one call through visibility, the
+pre-execute hooks, the guards, the permission preset and the user, the around-dispatch hooks, the tool,
+the post-execute hooks and output truncation, and hands one frozen outcome to every observer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from time import perf_counter
+from typing import Literal
+
+from ..errors import ApprovalUnavailable
+from ..events import DeniedBy
+from ._chain import Chain
+from .base import ApprovalDecision, ApprovalRequest, Approver, Permission, ToolCall, ToolResult
+from .definition import (
+    Allow,
+    AroundHook,
+    Deny,
+    Guard,
+    GuardDecision,
+    Observer,
+    PostHook,
+    PreHook,
+    ToolContext,
+    ToolDefinition,
+    ToolOutcome,
+)
+from .output import as_result, truncate
+from .permissions import ALLOWED, PermissionPolicy, Verdict
+
+__all__ = ["Stage", "ToolPipeline"]
+
+log = logging.getLogger("agentcell.tools.registry")
+
+_tokens = itertools.count(1)
+Stage = Literal["visibility", "pre", "guard", "approval", "dispatch", "post", "interrupted"]
+
+
+@dataclass(slots=True)
+class _Run:
+    """What one execution learned on its way, for the outcome record."""
+
+    call: ToolCall
+    definition: ToolDefinition | None = None
+    permission: Permission | None = None
+    approved: bool | None = None
+    denied_by: DeniedBy | None = None
+
+
+class ToolPipeline:
+    """The execution half of :class:`~agentcell.tools.registry.ToolRegistry` (a base class of it)."""
+
+    _pre: Chain[PreHook]
+    _around: Chain[AroundHook]
+    _post: Chain[PostHook]
+    _observers: Chain[Observer]
+    _guards: dict[str | None, Chain[Guard]]
+    max_model_chars: int
+    max_log_chars: int
+
+    def get(self, name: str, scope: str | None = None) -> ToolDefinition | None:
+        raise NotImplementedError  # the registry's views answer
+
+    def policy_for(self, call: ToolCall) -> PermissionPolicy:
+        raise NotImplementedError  # the registry's policies answer
+
+    @staticmethod
+    def _verdict(definition: ToolDefinition, call: ToolCall, policy: PermissionPolicy) -> Verdict:
+        if not definition.access:
+            return ALLOWED
+        paths = None
+        if definition.paths is not None:
+            try:
+                paths = list(definition.paths(call.input))
+            except Exception as exc:
+                # Fail closed: a call whose reach cannot be told is not run.
+                return Verdict("deny", f"cannot tell which files {definition.name} would touch: {exc}")
+        try:
+            return policy.evaluate(definition.name, definition.access, paths)
+        except Exception as exc:
+            # A path the model chose may not resolve (a null byte, a directory we may not enter): fail closed.
+            return Verdict("deny", f"cannot check the files {definition.name} would touch: {_describe(exc)}")
+
+    # ------------------------------------------------------------------------------------------ execute
+
+    async def execute(self, call: ToolCall, *, approver: Approver | None = None) -> ToolResult:
+        return (await self.run(call, approver=approver)).result
+
+    async def run(self, call: ToolCall, *, approver: Approver | None = None) -> ToolOutcome:
+        """Execute ``call`` and return the frozen outcome observers receive."""
+        token = f"tex_{next(_tokens)}"
+        started = perf_counter()
+        state = _Run(call)
+        try:
+            result, stage = await self._pipeline(state, token, approver)
+        except asyncio.CancelledError:
+            interrupted = ToolResult.error("interrupted before the tool finished", "INTERRUPTED")
+            self._finish(token, state, interrupted, "interrupted", started)
+            raise
+        return self._finish(token, state, result, stage, started)
+
+    def _finish(self, token: str, state: _Run, result: ToolResult, stage: Stage, started: float) -> ToolOutcome:
+        outcome = ToolOutcome(
+            token=token,
+            call=state.call,
+            definition=state.definition,
+            result=truncate(result, self.max_model_chars, self.max_log_chars).model_copy(
+                update={"denied_by": state.denied_by}
+            ),
+            stage=stage,
+            permission=state.permission,
+            approved=state.approved,
+            denied_by=state.denied_by,
+            seconds=perf_counter() - started,
+        )
+        for observer in self._observers.hooks:
+            try:
+                observer(outcome)
+            except Exception:
+                log.exception("a tool outcome observer failed; the outcome stands")
+        return outcome
+
+    async def _pipeline(self, state: _Run, token: str, approver: Approver | None) -> tuple[ToolResult, Stage]:
+        call = state.call
+        definition = self.get(call.name, call.scope)
+        if definition is None:
+            return ToolResult.error(f"no tool named {call.name!r} is available", "UNKNOWN_TOOL"), "visibility"
+        state.definition = definition
+
+        for hook in self._pre.hooks:
+            try:
+                answer = hook(call)
+                if inspect.isawaitable(answer):
+                    answer = await answer
+            except Exception as exc:
+                return _hook_failed("a pre-execute hook", exc), "pre"
+            if answer is None:
+                continue
+            if isinstance(answer, ToolResult):
+                state.call = call
+                return await self._post_process(call, answer, "pre")
+            if not isinstance(answer, ToolCall) or _beyond_input(answer, call):
+                problem = f"returned {type(answer).__name__}; a hook may change a call's input only"
+                return ToolResult.error(f"a pre-execute hook {problem}", "HOOK_FAILED"), "pre"
+            call = answer
+        state.call = call
+
+        for guard in self._guards_for(call.scope):
+            decision = _consult(guard, call)
+            if isinstance(decision, Deny):
+                state.denied_by = "guard"
+                return ToolResult.error(f"blocked by a guard: {decision.reason}", "DENIED"), "guard"
+
+        policy = self.policy_for(call)
+        verdict = self._verdict(definition, call, policy)
+        state.permission = verdict.permission
+        if verdict.permission == "deny":
+            state.denied_by = "preset"
+            return ToolResult.error(verdict.reason, "DENIED"), "approval"
+        if verdict.permission == "ask":
+            refusal = await self._ask(state, verdict, policy, approver)
+            if refusal is not None:
+                return refusal, "approval"
+
+        context = ToolContext(call, token, policy, outside_approved=verdict.outside and bool(state.approved))
+        result = await self._dispatch(definition, context)
+        return await self._post_process(call, result, "dispatch")
+
+    def _guards_for(self, scope: str | None) -> tuple[Guard, ...]:
+        everywhere = self._guards.get(None)
+        local = self._guards.get(scope) if scope is not None else None
+        return (everywhere.hooks if everywhere else ()) + (local.hooks if local else ())
+
+    async def _ask(
+        self, state: _Run, verdict: Verdict, policy: PermissionPolicy, approver: Approver | None
+    ) -> ToolResult | None:
+        """Ask the user through ``approver``; the refusal to return, or None when allowed."""
+        if approver is None:
+            state.denied_by = "no-approver"
+            return ToolResult.error(
+                f"not run: {verdict.reason}. That needs the user's approval under the {policy.preset} "
+                "preset, and no one can be asked in this session.",
+                "DENIED",
+            )
+        request = ApprovalRequest(call=state.call, reason=verdict.reason, keys=verdict.keys, preset=policy.preset)
+        try:
+            answer = await approver(request)
+        except ApprovalUnavailable as exc:
+            state.denied_by = "no-view"
+            return ToolResult.error(f"not run: {_describe(exc)}", "DENIED")
+        except Exception as exc:
+            state.denied_by = "approver"
+            return ToolResult.error(f"not run: asking the user failed ({_describe(exc)})", "APPROVAL_FAILED")
+        decision = answer if isinstance(answer, ApprovalDecision) else ApprovalDecision(allow=answer is True)
+        state.approved = decision.allow
+        if decision.allow:
+            return None
+        state.denied_by = "user"
+        said = f" They said: {decision.message}" if decision.message else ""
+        return ToolResult.error(f"The user declined this tool call.{said}", "DECLINED")
+
+    async def _dispatch(self, definition: ToolDefinition, context: ToolContext) -> ToolResult:
+        async def invoke() -> ToolResult:
+            return await _invoke(definition, context)
+
+        proceed: Callable[[], Awaitable[ToolResult]] = invoke
+        for hook in reversed(self._around.hooks):
+            proceed = _wrap(hook, context.call, proceed)
+        try:
+            result: object = await proceed()
+        except Exception as exc:
+            # The tool's own failures were materialized inside; what escapes is an around hook's.
+            return _hook_failed("an around-dispatch hook", exc)
+        if not isinstance(result, ToolResult):
+            return ToolResult.error(
+                f"an around-dispatch hook returned {type(result).__name__}, not a ToolResult", "HOOK_FAILED"
+            )
+        return result
+
+    async def _post_process(self, call: ToolCall, result: ToolResult, stage: Stage) -> tuple[ToolResult, Stage]:
+        for hook in self._post.hooks:
+            try:
+                replaced: object = hook(call, result)
+                if inspect.isawaitable(replaced):
+                    replaced = await replaced
+            except Exception as exc:
+                return _hook_failed("a post-execute hook", exc), "post"
+            if replaced is None:
+                continue
+            if not isinstance(replaced, ToolResult):
+                problem = f"returned {type(replaced).__name__}, not a ToolResult"
+                return ToolResult.error(f"a post-execute hook {problem}", "HOOK_FAILED"), "post"
+            result, stage = replaced, "post"
+        return result, stage
+
+
+def _wrap(
+    hook: AroundHook, call: ToolCall, proceed: Callable[[], Awaitable[ToolResult]]
+) -> Callable[[], Awaitable[ToolResult]]:
+    def step() -> Awaitable[ToolResult]:
+        return hook(call, proceed)
+
+    return step
+
+
+async def _invoke(definition: ToolDefinition, context: ToolContext) -> ToolResult:
+    """Run the tool itself; everything it raises (but cancellation) becomes an error result."""
+    try:
+        if definition.timeout is None:
+            value = definition.run(dict(context.call.input), context)
+            if inspect.isawaitable(value):
+                value = await value
+        else:
+            async with asyncio.timeout(definition.timeout) as deadline:
+                value = definition.run(dict(context.call.input), context)
+                if inspect.isawaitable(value):
+                    value = await value
+    except TimeoutError as exc:
+        if definition.timeout is not None and deadline.expired():
+            return ToolResult.error(f"{definition.name} timed out after {definition.timeout:g} s", "TIMEOUT")
+        return ToolResult.error(_describe(exc))
+    except (Exception, SystemExit) as exc:  # a tool calling sys.exit() must not end the turn
+        return ToolResult.error(_describe(exc))
+    return as_result(value)
+
+
+def _consult(guard: Guard, call: ToolCall) -> GuardDecision:
+    """A guard's decision; a guard that raises or answers anything but Allow/Deny denies (fail closed)."""
+    try:
+        decision: object = guard(call)
+    except Exception as exc:
+        return Deny(f"a guard failed ({_describe(exc)}), so the call is not run")
+    if inspect.iscoroutine(decision):
+        decision.close()  # never awaited on purpose: guards are synchronous
+        return Deny("a guard is async; guards must be synchronous, so the call is not run")
+    if isinstance(decision, Allow | Deny):
+        return decision
+    return Deny(f"a guard answered {decision!r} instead of ALLOW or Deny(reason), so the call is not run")
+
+
+def _beyond_input(changed: ToolCall, call: ToolCall) -> bool:
+    """Whether a hook changed more than the input: the tool, scope, session or preset are not its to pick."""
+    return changed.model_copy(update={"input": call.input}) != call
+
+
+def _hook_failed(what: str, exc: BaseException) -> ToolResult:
+    return ToolResult.error(f"{what} failed: {_describe(exc)}", "HOOK_FAILED")
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
