@@ -41,7 +41,9 @@ async def test_a_pending_approval_is_listed_answered_and_reported(registry: Tool
     call = make_call("shell", command="ls")
     task = asyncio.create_task(registry.execute(call, approver=broker))
     request = await broker.wait_for_request()
-    assert request.call == call and broker.pending() == [request] and requested == [request]
+    assert request.call.token is not None  # the approver sees the execution's correlation token
+    assert request.call == call.model_copy(update={"token": request.call.token})
+    assert broker.pending() == [request] and requested == [request]
     assert runs == []
     broker.answer(call.tool_use_id, "allow")
     result = await task

@@ -248,8 +248,7 @@ async def _async_guard(call: ToolCall) -> object:
     ("guard", "reason"),
     [
         (lambda call: True, "instead of ALLOW"),
-        (lambda call: None, "instead of ALLOW"),
-        (lambda call: "looks fine", "instead of ALLOW"),
+        (lambda call: 0, "instead of ALLOW"),
         (lambda call: 1 / 0, "ZeroDivisionError"),
         (_async_guard, "guards must be synchronous"),
     ],
@@ -262,6 +261,23 @@ async def test_a_guard_that_answers_anything_else_denies(registry: ToolRegistry,
     assert result.error_code == "DENIED"
     assert reason in result.text_content
     assert ran == []
+
+
+async def test_a_returned_string_denies_and_is_the_reason(registry: ToolRegistry) -> None:
+    """Seed 000: 'synchronous check; a returned string denies the execution'."""
+    ran: list[dict[str, Any]] = []
+    registry.register(_counting_tool(ran))
+    registry.guard(lambda call: "no writes after five")
+    result = await registry.execute(make_call("act"))
+    assert (result.error_code, result.denied_by) == ("DENIED", "guard")
+    assert result.text_content == "blocked by a guard: no writes after five"
+    assert ran == []
+
+
+async def test_none_is_no_objection(registry: ToolRegistry) -> None:
+    registry.register(echo_tool())
+    registry.guard(lambda call: None)
+    assert not (await registry.execute(make_call("echo"))).is_error
 
 
 async def test_no_guard_can_force_an_allow(registry: ToolRegistry) -> None:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..providers.base import ToolSchema
 from ..records.agent import Agent, ToolFilter
 from ..records.resources import MemoryStoreResource
 from ..tools.base import ToolCall, ToolResult
+from ..tools.definition import ToolContext, ToolDefinition
 from .deps import TurnDeps
 from .log import SessionLog
 from .mount import describe_mounts
@@ -38,6 +40,24 @@ class SessionTool:
 
     def offered(self) -> ToolSchema:
         return self.describe() if self.describe is not None else self.schema
+
+    def definition(self) -> ToolDefinition:
+        """The tool as the registry's pipeline runs it: no access declared (no preset applies), so only
+        hooks and guards stand between the model and the engine."""
+        schema = self.offered()
+
+        async def run(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
+            del arguments  # the engine's tools read the call itself (its id names what they start)
+            return await self.run(context.call)
+
+        return ToolDefinition(
+            name=schema.name,
+            run=run,
+            description=schema.description,
+            input_schema=schema.input_schema,
+            parallel_safe=self.parallel,
+            origin="engine",
+        )
 
 
 def system_prompt(log: SessionLog, deps: TurnDeps, agent: Agent, *, primary: bool) -> str | None:

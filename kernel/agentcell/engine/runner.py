@@ -348,12 +348,8 @@ class TurnRunner:
             if call.name not in offered:
                 return ToolResult.error(f"no tool named {call.name!r} is available", "UNKNOWN_TOOL")
             own = self._session_tools.get(call.name)
-            if own is None:
-                return await host.execute(call, approver=approver)
-            try:
-                return await own.run(call)
-            except Exception as exc:  # like the host's tools: a failure is a result, never an exception
-                return ToolResult.error(f"{call.name} failed: {type(exc).__name__}: {exc}")
+            # The engine's own tools go through the same pipeline (hooks, guards, observers) as any other.
+            return await host.execute(call, approver=approver, definition=own.definition() if own else None)
 
         results = await asyncio.gather(*(one(call) for call in calls)) if len(calls) > 1 else [await one(calls[0])]
         for call, result in zip(calls, results, strict=True):

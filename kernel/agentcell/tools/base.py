@@ -8,12 +8,15 @@ The runner hands each model tool call to a :class:`ToolHost` as a :class:`ToolCa
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
 from ..events import ContentBlock, DeniedBy, TextBlock
 from ..providers.base import ToolSchema
+
+if TYPE_CHECKING:
+    from .definition import ToolDefinition
 from ..records.common import PermissionPreset
 
 __all__ = [
@@ -46,6 +49,9 @@ class ToolCall(BaseModel):
     thread_id: str | None = None
     preset: PermissionPreset | None = None
     """The session's permission preset; None uses the registry's policy for the session."""
+    token: str | None = None
+    """The registry's correlation token for this execution, assigned before any hook or guard sees the call
+    (the same one the tool's context and the outcome carry)."""
 
 
 class ToolResult(BaseModel):
@@ -108,5 +114,8 @@ class ToolHost(Protocol):
     def execution_mode(self, call: ToolCall) -> ExecutionMode:
         """``parallel`` only when the tool is declared safe to run beside others."""
 
-    async def execute(self, call: ToolCall, *, approver: Approver | None = None) -> ToolResult:
-        """Run the call through the pipeline; never raises for tool failures."""
+    async def execute(
+        self, call: ToolCall, *, approver: Approver | None = None, definition: ToolDefinition | None = None
+    ) -> ToolResult:
+        """Run the call through the pipeline; never raises for tool failures. ``definition``: run this tool,
+        which the host does not hold (the engine's own tools), through the same pipeline."""

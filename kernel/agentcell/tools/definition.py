@@ -75,7 +75,8 @@ class ToolDefinition:
     title: str | None = None
     """A human title for presenters; never sent to the model."""
     origin: str = "local"
-    """Where the tool comes from: ``local``, ``builtin``, ``function``, or ``mcp``. Names containing ``__``
+    """Where the tool comes from: ``local``, ``builtin``, ``function``, ``mcp``, or ``engine`` (the engine's
+    own tools: threads, the advisor). Names containing ``__``
     are reserved for ``mcp`` tools (``<server>__<tool>``)."""
 
 
@@ -94,8 +95,9 @@ class Deny:
 
 ALLOW = Allow()
 GuardDecision: TypeAlias = Allow | Deny
-Guard: TypeAlias = Callable[[ToolCall], GuardDecision]
-"""A synchronous, deny-only check; anything but an ``Allow``/``Deny`` (or an exception) denies."""
+Guard: TypeAlias = Callable[[ToolCall], "str | GuardDecision | None"]
+"""A synchronous, deny-only check: a returned string denies and is the reason the model and the user see;
+``None`` (or ``ALLOW``) is no objection; ``Deny(reason)`` denies too. Anything else, or an exception, denies."""
 
 
 # ---------------------------------------------------------------------------------------------- hooks

@@ -21,6 +21,7 @@ from ..events import DeniedBy
 from ._chain import Chain
 from .base import ApprovalDecision, ApprovalRequest, Approver, Permission, ToolCall, ToolResult
 from .definition import (
+    ALLOW,
     Allow,
     AroundHook,
     Deny,
@@ -91,16 +92,21 @@ class ToolPipeline:
 
     # ------------------------------------------------------------------------------------------ execute
 
-    async def execute(self, call: ToolCall, *, approver: Approver | None = None) -> ToolResult:
-        return (await self.run(call, approver=approver)).result
+    async def execute(
+        self, call: ToolCall, *, approver: Approver | None = None, definition: ToolDefinition | None = None
+    ) -> ToolResult:
+        return (await self.run(call, approver=approver, definition=definition)).result
 
-    async def run(self, call: ToolCall, *, approver: Approver | None = None) -> ToolOutcome:
-        """Execute ``call`` and return the frozen outcome observers receive."""
-        token = f"tex_{next(_tokens)}"
+    async def run(
+        self, call: ToolCall, *, approver: Approver | None = None, definition: ToolDefinition | None = None
+    ) -> ToolOutcome:
+        """Execute ``call`` and return the frozen outcome observers receive. ``definition`` runs a tool
+        this registry does not hold (the engine's own) through the same pipeline, visibility aside."""
+        token = f"tex_{next(_tokens)}"  # before any hook or guard sees the call
         started = perf_counter()
-        state = _Run(call)
+        state = _Run(call.model_copy(update={"token": token}))
         try:
-            result, stage = await self._pipeline(state, token, approver)
+            result, stage = await self._pipeline(state, token, approver, definition)
         except asyncio.CancelledError:
             interrupted = ToolResult.error("interrupted before the tool finished", "INTERRUPTED")
             self._finish(token, state, interrupted, "interrupted", started)
@@ -110,7 +116,7 @@ class ToolPipeline:
     def _finish(self, token: str, state: _Run, result: ToolResult, stage: Stage, started: float) -> ToolOutcome:
         outcome = ToolOutcome(
             token=token,
-            call=state.call,
+            call=state.call.model_copy(update={"input": frozen(state.call.input)}),
             definition=state.definition,
             result=truncate(result, self.max_model_chars, self.max_log_chars).model_copy(
                 update={"denied_by": state.denied_by}
@@ -128,9 +134,11 @@ class ToolPipeline:
                 log.exception("a tool outcome observer failed; the outcome stands")
         return outcome
 
-    async def _pipeline(self, state: _Run, token: str, approver: Approver | None) -> tuple[ToolResult, Stage]:
+    async def _pipeline(
+        self, state: _Run, token: str, approver: Approver | None, given: ToolDefinition | None
+    ) -> tuple[ToolResult, Stage]:
         call = state.call
-        definition = self.get(call.name, call.scope)
+        definition = given if given is not None and given.name == call.name else self.get(call.name, call.scope)
         if definition is None:
             return ToolResult.error(f"no tool named {call.name!r} is available", "UNKNOWN_TOOL"), "visibility"
         state.definition = definition
@@ -273,7 +281,8 @@ async def _invoke(definition: ToolDefinition, context: ToolContext) -> ToolResul
 
 
 def _consult(guard: Guard, call: ToolCall) -> GuardDecision:
-    """A guard's decision; a guard that raises or answers anything but Allow/Deny denies (fail closed)."""
+    """A guard's decision: a string denies with that reason, None or ALLOW is no objection, Deny denies;
+    a guard that raises or answers anything else denies (fail closed)."""
     try:
         decision: object = guard(call)
     except Exception as exc:
@@ -281,9 +290,13 @@ def _consult(guard: Guard, call: ToolCall) -> GuardDecision:
     if inspect.iscoroutine(decision):
         decision.close()  # never awaited on purpose: guards are synchronous
         return Deny("a guard is async; guards must be synchronous, so the call is not run")
+    if decision is None:
+        return ALLOW
+    if isinstance(decision, str):
+        return Deny(decision or "a guard denied the call without saying why")
     if isinstance(decision, Allow | Deny):
         return decision
-    return Deny(f"a guard answered {decision!r} instead of ALLOW or Deny(reason), so the call is not run")
+    return Deny(f"a guard answered {decision!r} instead of ALLOW, None or a reason, so the call is not run")
 
 
 def _beyond_input(changed: ToolCall, call: ToolCall) -> bool:
@@ -298,3 +311,22 @@ def _hook_failed(what: str, exc: BaseException) -> ToolResult:
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class FrozenDict(dict[str, object]):
+    """A dict no one can change: what observers and the caller see of a call's input is the same."""
+
+    def _refuse(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("a tool outcome is frozen: its call's input cannot be changed")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+    __ior__ = _refuse  # type: ignore[assignment]
+
+
+def frozen(value: object) -> object:
+    """``value`` with every dict frozen and every list a tuple, all the way down."""
+    if isinstance(value, dict):
+        return FrozenDict({str(k): frozen(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(frozen(v) for v in value)
+    return value

@@ -40,6 +40,8 @@ from .pipeline import ToolPipeline
 __all__ = ["Disposer", "ToolRegistry", "default_registry"]
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+RESERVED_NAMES = frozenset({"run_code"})
+"""Names no tool may take (the code-running transport's own)."""
 TRANSPORT_SEPARATOR = "__"
 """Names containing it are reserved for tools of MCP servers (``<server>__<tool>``)."""
 
@@ -89,6 +91,8 @@ class ToolRegistry(ToolPipeline):
         name = definition.name
         if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
             raise ToolRegistrationError(f"invalid tool name {name!r}: use 1 to 64 letters, digits, '_' or '-'")
+        if name in RESERVED_NAMES:
+            raise ToolRegistrationError(f"the tool name {name!r} is reserved; choose another name")
         if TRANSPORT_SEPARATOR in name and definition.origin != "mcp":
             raise ToolRegistrationError(
                 f"the tool name {name!r} is reserved: names containing '__' belong to MCP servers "
@@ -152,6 +156,8 @@ class ToolRegistry(ToolPipeline):
         with self._lock:
             local = self._scoped.get(scope, {}) if scope is not None else {}
             for name in sorted(named):
+                if name in RESERVED_NAMES:
+                    raise ToolRegistrationError(f"{name!r} is a reserved name; there is no such tool to restrict")
                 if TRANSPORT_SEPARATOR in name:
                     raise ToolRegistrationError(f"{name!r} is an MCP tool name; restrictions mask global tools only")
                 if name in local:
