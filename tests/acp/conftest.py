@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process
 from acp.client.connection import ClientSideConnection
 from acp.connection import StreamDirection, StreamEvent
 from acp.schema import (
@@ -52,6 +51,8 @@ from acp.schema import (
 )
 from pydantic import BaseModel
 
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process
+
 RESPONSES: dict[str, type[BaseModel]] = {
     "initialize": InitializeResponse,
     "session/new": NewSessionResponse,
@@ -78,7 +79,8 @@ def _strict(model: type[BaseModel], payload: Any) -> str | None:
         return f"{model.__name__}: {exc}"
     again = parsed.model_dump(mode="json", by_alias=True, exclude_unset=True)
     if again != payload:
-        return f"{model.__name__} does not round-trip: sent {json.dumps(payload)[:400]}, model has {json.dumps(again)[:400]}"
+        sent, kept = json.dumps(payload)[:400], json.dumps(again)[:400]
+        return f"{model.__name__} does not round-trip: sent {sent}, the model keeps {kept}"
     return None
 
 

@@ -9,8 +9,9 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from acp import RequestError, text_block
 from acp.schema import AgentMessageChunk, ToolCallStart, UserMessageChunk
+
+from acp import RequestError, text_block
 
 from .conftest import RecordingClient, acp_agent, script
 

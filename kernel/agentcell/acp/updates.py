@@ -99,7 +99,8 @@ def _content(text: str) -> ContentToolCallContent:
 class _Call:
     name: str
     arguments: Mapping[str, Any]
-    waits_for_approval: bool
+    runs_unasked: bool
+    """The preset allows it: it runs once the response ends (else it waits for approval, or is refused)."""
 
 
 @dataclass(slots=True)
@@ -195,7 +196,9 @@ class UpdateMapper:
             case AgentThinking() if thread is None and item.thinking:
                 return [TextChunk("thought", item.id, item.thinking)]
             case AgentToolUse():
-                return self._tool_use(item.id, item.name, item.input, thread, item.evaluated_permission == "ask")
+                return self._tool_use(
+                    item.id, item.name, item.input, thread, item.evaluated_permission in ("allow", None)
+                )
             case AgentCustomToolUse():
                 return self._tool_use(item.id, item.name, item.input, thread, False)
             case SpanModelRequestEnd():
@@ -206,7 +209,7 @@ class UpdateMapper:
                 if replay:
                     return []
                 # The runner now runs the response's calls; those that wait for approval start when allowed.
-                waiting = [i for i, c in self._calls.items() if not c.waits_for_approval and i not in self._running]
+                waiting = [i for i, c in self._calls.items() if c.runs_unasked and i not in self._running]
                 return [u for i in waiting for u in self.started(i)]
             case AgentToolResult():
                 return self._tool_result(item)
@@ -259,9 +262,9 @@ class UpdateMapper:
         return [ToolCallProgress(session_update="tool_call_update", tool_call_id=thread_id, content=content)]
 
     def _tool_use(
-        self, event_id: str, name: str, arguments: dict[str, Any], thread: str | None, asks: bool
+        self, event_id: str, name: str, arguments: dict[str, Any], thread: str | None, unasked: bool
     ) -> list[Item]:
-        self._calls[event_id] = _Call(name, arguments, asks)
+        self._calls[event_id] = _Call(name, arguments, unasked)
         title = title_of(name, arguments)
         if thread is not None and thread in self._threads:
             title = f"{self._threads[thread].agent_name}: {title}"
