@@ -69,7 +69,7 @@ from .content import PromptBlock, invalid_params, leading_text, rpc_error, to_bl
 from .listing import list_page
 from .outbox import Outbox, TextChunk
 from .toolcalls import kind_of, title_of
-from .updates import UpdateMapper
+from .updates import UpdateMapper, delta_text
 
 __all__ = ["ACP_SYSTEM", "AgentCellAcpAgent", "engine_tools"]
 
@@ -423,7 +423,11 @@ class AgentCellAcpAgent:
                 outbox.put(SessionInfoUpdate(session_update="session_info_update", title=title))
 
         def on_item(item: StreamItem) -> None:
-            outbox.put_all(mapper.live(item))
+            text = delta_text(item)
+            if text is not None:
+                outbox.put_text("message", item.event_id, text)  # type: ignore[union-attr]
+            else:
+                outbox.put_all(mapper.live(item))
 
         live.prompting = True
         try:
