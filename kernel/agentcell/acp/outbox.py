@@ -29,7 +29,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-__all__ = ["Outbox", "TextChunk", "Update", "UpdateClient"]
+__all__ = ["MessageEnd", "Outbox", "TextChunk", "Update", "UpdateClient"]
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,12 @@ class TextChunk(NamedTuple):
     kind: Literal["message", "thought"]
     message_id: str | None
     text: str
+
+
+class MessageEnd(NamedTuple):
+    """A streamed message is complete: send what is queued of it now rather than at the next tick."""
+
+    message_id: str
 
 
 class _Text:
@@ -85,7 +91,11 @@ class Outbox:
         self._broken = False
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"agentcell-acp-outbox-{session_id}")
 
-    def put(self, item: Update | TextChunk) -> None:
+    def put(self, item: Update | TextChunk | MessageEnd) -> None:
+        if isinstance(item, MessageEnd):
+            if not self._idle.is_set():
+                self._hurry.set()
+            return
         if isinstance(item, TextChunk):
             self.put_text(item.kind, item.message_id, item.text)
             return
@@ -109,7 +119,7 @@ class Outbox:
         self._idle.clear()
         self._wake.set()
 
-    def put_all(self, items: list[Update | TextChunk]) -> None:
+    def put_all(self, items: list[Update | TextChunk | MessageEnd]) -> None:
         for item in items:
             self.put(item)
 

@@ -55,7 +55,7 @@ from ..events import (
     UserDefineOutcome,
     UserMessage,
 )
-from .outbox import TextChunk, Update
+from .outbox import MessageEnd, TextChunk, Update
 from .toolcalls import WRITE_TOOLS, kind_of, locations_of, result_content, title_of
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
 __all__ = ["UpdateMapper", "context_window", "delta_text"]
 
-Item = Update | TextChunk
+Item = Update | TextChunk | MessageEnd
 Diffs = Callable[[str], list[FileEditToolCallContent]]
 
 LOCAL_N_CTX = 4096
@@ -257,7 +257,7 @@ class UpdateMapper:
             return self._thread_text(item.thread_id, _text(item.content)) if item.thread_id in self._threads else []
         if item.id in self._streamed:
             self._streamed.discard(item.id)
-            return []
+            return [MessageEnd(item.id)]
         out: list[Item] = []
         for block in item.content:
             if isinstance(block, TextBlock):
