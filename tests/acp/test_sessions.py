@@ -4,6 +4,7 @@ commands, and list / load / resume / close across processes sharing one store.""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from acp.schema import (
     AgentMessageChunk,
     ConfigOptionUpdate,
     CurrentModeUpdate,
+    McpServerStdio,
+    SseMcpServer,
     ToolCallProgress,
     ToolCallStart,
     UserMessageChunk,
@@ -159,3 +162,79 @@ async def test_resume_does_not_replay_and_close_frees_the_session(acp_env: dict[
     assert client.text() == "You said: two"
     assert closed.value.code == -32002 and "session/load" in str(closed.value)
     assert relative.value.code == -32602 and "absolute" in str(relative.value)
+
+
+async def test_threads_and_outcomes_are_tool_calls_of_their_own(
+    acp_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    spawn = {"task": "write a haiku", "inline_agent": {"name": "poet", "system": "you write haiku"}}
+    responses = [
+        {
+            "steps": [
+                {"kind": "tool_call", "name": "spawn_thread", "input": spawn},
+                {"kind": "tool_call", "name": "wait_thread"},
+            ]
+        },
+        {"steps": [{"kind": "text", "text": "old pond, a frog"}]},  # the thread's answer
+        {"steps": [{"kind": "text", "text": "the poet wrote it"}]},
+        {"steps": [{"kind": "text", "text": "Here is the haiku: old pond / frog leaps / splash"}]},
+        {
+            "steps": [
+                {
+                    "kind": "tool_call",
+                    "name": "submit_verdict",
+                    "input": {"result": "satisfied", "explanation": "Three lines."},
+                }
+            ]
+        },
+    ]
+    acp_env["AGENTCELL_MODEL"] = script(tmp_path / "s.json", responses)
+    client = RecordingClient()
+    async with acp_agent(acp_env, client) as agent:
+        session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        sid = session.session_id
+        await agent.conn.prompt(session_id=sid, prompt=[text_block("/threads on")])
+        assert client.text().startswith("threads on: the agent may spawn helpers it defines")
+        client.clear()
+        threaded = await agent.conn.prompt(session_id=sid, prompt=[text_block("delegate a haiku")])
+        thread_updates = list(client.updates)
+        client.clear()
+        outcome = await agent.conn.prompt(session_id=sid, prompt=[text_block("/outcome A haiku --- three lines")])
+    assert threaded.stop_reason == "end_turn"
+    starts = [u for u in thread_updates if isinstance(u, ToolCallStart)]
+    [thread] = [s for s in starts if s.title == "Thread: poet"]
+    assert thread.tool_call_id.startswith("sthr_") and thread.status == "in_progress"
+    progress = [u for u in thread_updates if isinstance(u, ToolCallProgress) and u.tool_call_id == thread.tool_call_id]
+    assert progress[-1].status == "completed"
+    assert "old pond, a frog" in "".join(text_of(u) for u in progress)
+    assert [s.title for s in starts if s.tool_call_id != thread.tool_call_id] == ["Start a thread", "Wait for a thread"]
+    said = "".join(u.content.text for u in thread_updates if isinstance(u, AgentMessageChunk))
+    assert said == "the poet wrote it"  # the thread's own words stay inside its tool call
+    assert outcome.stop_reason == "end_turn"
+    [card] = [u for u in client.updates if isinstance(u, ToolCallStart)]
+    assert card.title == "Outcome: A haiku" and card.kind == "think"
+    final = [u for u in client.updates if isinstance(u, ToolCallProgress) and u.tool_call_id == card.tool_call_id]
+    assert final[-1].status == "completed" and "Three lines." in text_of(final[-1])
+    assert client.text() == "Here is the haiku: old pond / frog leaps / splash"
+
+
+async def test_the_clients_mcp_servers_become_the_sessions_tools(
+    acp_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    server = Path(__file__).parent.parent / "tools" / "mcp_server.py"
+    add = {"steps": [{"kind": "tool_call", "name": "calc__add", "input": {"a": 2, "b": 3}}]}
+    acp_env["AGENTCELL_MODEL"] = script(tmp_path / "s.json", [add])
+    client = RecordingClient(answers=["allow_once"])
+    calc = McpServerStdio(name="calc", command=sys.executable, args=[str(server), "stdio"], env=[])
+    async with acp_agent(acp_env, client) as agent:
+        session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[calc])
+        await agent.conn.prompt(session_id=session.session_id, prompt=[text_block("add")])
+        with pytest.raises(RequestError) as sse:
+            await agent.conn.new_session(
+                cwd=str(workspace), mcp_servers=[SseMcpServer(type="sse", name="old", url="http://x", headers=[])]
+            )
+    [call] = client.tool_calls()
+    assert call.title == "calc: add"
+    update = client.tool_updates(call.tool_call_id)[-1]
+    assert update.status == "completed" and text_of(update) == "5"
+    assert sse.value.code == -32602 and "SSE" in str(sse.value)

@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
         "description --- rubric",
     ),
     "system": ("Show or set the system prompt (a new agent version)", "text, or --clear"),
+    "threads": ("Let the agent spawn threads of helpers it defines (on) or of saved agents (on ID…)", "on | off"),
     "title": ("Set the session's title", "text"),
     "session": ("This session's id (resume it in a notebook with %session resume ID)", None),
     "help": ("List these commands", None),
@@ -97,6 +98,23 @@ def _usage(session: Session) -> str:
     return f"**Usage of session `{session.id}`**\n\n| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 
+def _threads(engine: Engine, session: Session, args: list[str]) -> str:
+    action, rest = (args[0], args[1:]) if args else ("", [])
+    if action == "on":
+        for agent_id in rest:
+            engine.agents.get(agent_id)  # an unknown id is refused now, not at the first spawn
+        settings = {"agents": [{"id": a} for a in rest], "inline_agents": not rest}
+        version = _set_agent(engine, session, multiagent=settings)
+        who = f"the agents {', '.join(rest)}" if rest else "helpers it defines"
+        return f"threads on: the agent may spawn {who} and wait for them (agent v{version})"
+    if action == "off" and not rest:
+        return f"threads off (agent v{_set_agent(engine, session, multiagent=None)})"
+    enabled = session.agent.multiagent is not None and session.agent.multiagent.spawn_threads
+    lines = [f"threads: {'on' if enabled else 'off'}; {len(session.threads)} spawned"]
+    lines += [f"- `{t.id}` {t.agent_name}: {t.status}" for t in session.threads]
+    return "\n".join(lines)
+
+
 def _set_agent(engine: Engine, session: Session, **changes: object) -> int:
     agent = engine.agents.update(session.agent.id, **changes)  # type: ignore[arg-type]
     if agent.version != session.agent.version:
@@ -145,6 +163,8 @@ def _run(engine: Engine, session: Session, name: str, arguments: str) -> Command
             text = None if arguments == "--clear" else arguments
             version = _set_agent(engine, session, system=text)
             return CommandResult(f"system prompt {'set' if text else 'cleared'} (agent v{version})")
+        case "threads":
+            return CommandResult(_threads(engine, session, arguments.split()))
         case "title":
             session.update(title=arguments or None)
             return CommandResult(f"title: {session.title or '(none)'}")
