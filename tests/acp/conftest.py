@@ -53,6 +53,8 @@ from pydantic import BaseModel
 
 from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process
 
+from ..providers.conftest import server  # noqa: F401 - the loopback Anthropic server, a fixture here too
+
 RESPONSES: dict[str, type[BaseModel]] = {
     "initialize": InitializeResponse,
     "session/new": NewSessionResponse,

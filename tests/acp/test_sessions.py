@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,15 +29,6 @@ pytestmark = pytest.mark.slow
 READ = {"steps": [{"kind": "tool_call", "name": "read_file", "input": {"path": "notes.txt"}}]}
 
 
-@pytest.fixture
-def anthropic() -> Iterator[SSEServer]:
-    server = SSEServer()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
 def _options(options: list[object]) -> dict[str, tuple[str, list[str]]]:
     found = {}
     for option in options:
@@ -48,10 +38,10 @@ def _options(options: list[object]) -> dict[str, tuple[str, list[str]]]:
 
 
 async def test_config_options_switch_to_the_anthropic_server_and_change_the_preset(
-    acp_env: dict[str, str], workspace: Path, anthropic: SSEServer
+    acp_env: dict[str, str], workspace: Path, server: SSEServer
 ) -> None:
-    acp_env.update(ANTHROPIC_API_KEY=API_KEY, ANTHROPIC_BASE_URL=anthropic.url)
-    anthropic.queue(sse_reply("anthropic_thinking_tool.sse"), sse_reply("anthropic_text.sse"))
+    acp_env.update(ANTHROPIC_API_KEY=API_KEY, ANTHROPIC_BASE_URL=server.url)
+    server.queue(sse_reply("anthropic_thinking_tool.sse"), sse_reply("anthropic_text.sse"))
     async with acp_agent(acp_env) as agent:
         session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
         options = _options(session.config_options or [])
@@ -86,8 +76,8 @@ async def test_config_options_switch_to_the_anthropic_server_and_change_the_pres
     for chunk in client.of(AgentMessageChunk):
         messages[chunk.message_id] = messages.get(chunk.message_id, "") + chunk.content.text
     assert list(messages.values()) == ["Let me check the weather in Zürich ☀️", "Héllo, wörld — 日本語で こんにちは 🎉!"]
-    assert [r.path for r in anthropic.requests] == ["/v1/messages", "/v1/messages"]
-    assert anthropic.requests[0].headers["x-api-key"] == API_KEY
+    assert [r.path for r in server.requests] == ["/v1/messages", "/v1/messages"]
+    assert server.requests[0].headers["x-api-key"] == API_KEY
     assert API_KEY not in json.dumps(agent.wire.received)  # the key never reaches the editor
     assert unknown.value.code == -32602 and "nope:x" in str(unknown.value)
 

@@ -47,17 +47,13 @@ async def test_a_spent_budget_stops_the_turn_and_says_so(
     assert "budget is spent" in agent.client.text()
 
 
-async def test_a_refusal_on_the_anthropic_server(acp_env: dict[str, str], workspace: Path) -> None:
-    server = SSEServer()
-    try:
-        server.queue(sse_reply("anthropic_refusal.sse"))
-        acp_env.update(
-            ANTHROPIC_API_KEY=API_KEY, ANTHROPIC_BASE_URL=server.url, AGENTCELL_MODEL="anthropic:claude-sonnet-5-5"
-        )
-        async with acp_agent(acp_env) as agent:
-            session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
-            refused = await agent.conn.prompt(session_id=session.session_id, prompt=[text_block("something bad")])
-    finally:
-        server.close()
+async def test_a_refusal_on_the_anthropic_server(acp_env: dict[str, str], workspace: Path, server: SSEServer) -> None:
+    server.queue(sse_reply("anthropic_refusal.sse"))
+    acp_env.update(
+        ANTHROPIC_API_KEY=API_KEY, ANTHROPIC_BASE_URL=server.url, AGENTCELL_MODEL="anthropic:claude-sonnet-5-5"
+    )
+    async with acp_agent(acp_env) as agent:
+        session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        refused = await agent.conn.prompt(session_id=session.session_id, prompt=[text_block("something bad")])
     assert refused.stop_reason == "refusal"
     assert "declined to answer: This request would facilitate harm." in agent.client.text()
