@@ -235,7 +235,7 @@ class AgentCellAcpAgent:
     async def load_session(
         self, cwd: str, session_id: str, mcp_servers: McpServers = None, **kwargs: Any
     ) -> LoadSessionResponse:
-        live = self._open(cwd, session_id, mcp_servers)
+        live = await self._open(cwd, session_id, mcp_servers)
         for event in live.session.events():
             live.outbox.put_all(live.mapper.replay(event))
         live.outbox.put(live.mapper.usage_now(live.session))
@@ -246,7 +246,7 @@ class AgentCellAcpAgent:
     async def resume_session(
         self, cwd: str, session_id: str, mcp_servers: McpServers = None, **kwargs: Any
     ) -> ResumeSessionResponse:
-        live = self._open(cwd, session_id, mcp_servers)
+        live = await self._open(cwd, session_id, mcp_servers)
         self._announce_commands(live)
         return ResumeSessionResponse(config_options=config_options(live.session), modes=permission_modes(live.session))
 
@@ -268,7 +268,7 @@ class AgentCellAcpAgent:
             raise invalid_params(f"cwd {cwd} is not a directory")
         return path.resolve()
 
-    def _open(self, cwd: str, session_id: str, mcp_servers: McpServers) -> _Live:
+    async def _open(self, cwd: str, session_id: str, mcp_servers: McpServers) -> _Live:
         workspace = self._workspace(cwd)
         try:
             session = self.engine.sessions.get(session_id)
@@ -285,8 +285,7 @@ class AgentCellAcpAgent:
                 session.update(metadata={**session.metadata, "cwd": str(workspace)})
         except AgentCellError as exc:
             raise rpc_error(exc) from None
-        if session_id in self._live:
-            self._dispose(self._live.pop(session_id))
+        await self._detach(session_id)  # opened here before: start over in the new cwd
         return self._attach(session, workspace)
 
     def _attach(self, session: Session, workspace: Path) -> _Live:

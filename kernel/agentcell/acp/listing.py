@@ -2,7 +2,8 @@
 
 A session opened over ACP records its ``cwd`` in its metadata. A notebook's session does not know its
 directory, but the kernel maps the notebook's absolute path to it (``notebook:<path>`` in the store), so
-the notebooks under the directory asked about are looked up: each mapped one is listed with its folder.
+the notebooks under the directory asked about are looked up (a few levels deep): each mapped one is listed
+with its folder. Without a ``cwd`` only the sessions that recorded one are listed.
 """
 
 from __future__ import annotations
@@ -53,21 +54,21 @@ def _updated(session: Session) -> str:
 
 
 def list_page(engine: Engine, cwd: str | None, cursor: str | None) -> ListSessionsResponse:
-    root = Path(cwd).resolve() if cwd else Path.cwd()
     if cwd is not None and not Path(cwd).is_absolute():
         raise invalid_params(f"cwd must be an absolute path, not {cwd!r}")
+    root = Path(cwd).resolve() if cwd else None
     try:
         start = int(cursor) if cursor else 0
     except ValueError:
         raise invalid_params(f"unknown cursor {cursor!r}; pass the nextCursor of the previous page") from None
-    notebooks = notebook_sessions(engine, root) if root.is_dir() else {}
+    notebooks = notebook_sessions(engine, root) if root is not None and root.is_dir() else {}
     rows: list[tuple[str, SessionInfo]] = []
     for session in engine.sessions.list():
         if session.status == "terminated":
             continue
         recorded = session.metadata.get("cwd")
         where = Path(recorded) if recorded else notebooks.get(session.id)
-        if where is None or (cwd is not None and where != root):
+        if where is None or (root is not None and where != root):
             continue
         updated = _updated(session)
         rows.append(
