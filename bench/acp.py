@@ -75,6 +75,16 @@ class _Timing:
         raise AssertionError("the bench asks for nothing")
 
 
+async def engine_alone_in_child(db: Path, deltas: int) -> tuple[float, float]:
+    """:func:`engine_alone` in a fresh interpreter, like the agent's (a long-lived bench process is not)."""
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, __file__, "--child", str(db), "--deltas", str(deltas), stdout=asyncio.subprocess.PIPE
+    )
+    out, _ = await child.communicate()
+    first, last = json.loads(out)
+    return first, last
+
+
 async def interleaved(tmp: Path, deltas: int, rounds: int) -> tuple[list[tuple[float, float]], list[Any]]:
     """Round by round: the engine alone, then the same reply over ACP (so both see the same machine load)."""
     model = tmp / "script.json"
@@ -89,9 +99,8 @@ async def interleaved(tmp: Path, deltas: int, rounds: int) -> tuple[list[tuple[f
         await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
         session = await conn.new_session(cwd=str(tmp), mcp_servers=[])
         await conn.prompt(session_id=session.session_id, prompt=[text_block("warm up")])
-        await engine_alone(tmp / "warm.db", 100)
         for round_ in range(rounds):
-            alone.append(await engine_alone(tmp / f"e{round_}.db", deltas))
+            alone.append(await engine_alone_in_child(tmp / f"e{round_}.db", deltas))
             fresh = await conn.new_session(cwd=str(tmp), mcp_servers=[])  # as the baseline: a new session
             timing.__init__()  # type: ignore[misc]
             started = time.perf_counter()
@@ -105,7 +114,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--deltas", type=int, default=20_000)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        asyncio.run(engine_alone(Path(args.child), 100))  # warm up, as the agent is before its rounds
+        print(json.dumps(asyncio.run(engine_alone(Path(args.child + "-run"), args.deltas))))
+        return
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
         alone, acp = asyncio.run(interleaved(tmp, args.deltas, args.rounds))

@@ -410,16 +410,6 @@ class AgentCellAcpAgent:
 
     async def _turn(self, live: _Live, message: list[ContentBlock] | OutcomeSpec) -> PromptResponse:
         session, outbox, mapper = live.session, live.outbox, live.mapper
-        if session.title is None:
-            text = (
-                message.description
-                if isinstance(message, OutcomeSpec)
-                else " ".join(b.text for b in message if isinstance(b, TextBlock))
-            )
-            title = " ".join(text.split())[:80]
-            if title:
-                session.update(title=title)
-                outbox.put(SessionInfoUpdate(session_update="session_info_update", title=title))
 
         def on_item(item: StreamItem) -> None:
             text = delta_text(item)
@@ -437,10 +427,24 @@ class AgentCellAcpAgent:
             raise rpc_error(exc) from None
         finally:
             live.prompting = False
+            if session.title is None:  # after the turn: its first text is not kept waiting for a store write
+                self._title(live, message)
             await outbox.flush()
         if isinstance(result.stop_reason, ErrorStop):
             raise RequestError(-32603, f"the turn failed: {result.stop_reason.message}", {"stored": True})
         return PromptResponse(stop_reason=_stop_reason(result.stop_reason, mapper.provider_stop))
+
+    @staticmethod
+    def _title(live: _Live, message: list[ContentBlock] | OutcomeSpec) -> None:
+        """A new session is named after its first prompt."""
+        if isinstance(message, OutcomeSpec):
+            text = message.description
+        else:
+            text = " ".join(b.text for b in message if isinstance(b, TextBlock))
+        title = " ".join(text.split())[:80]
+        if title:
+            live.session.update(title=title)
+            live.outbox.put(SessionInfoUpdate(session_update="session_info_update", title=title))
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         live = self._live.get(session_id)
