@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -163,6 +164,9 @@ class AgentCellAcpAgent:
     def engine(self) -> Engine:
         if self._engine is None:
             self._engine = self._make_engine()
+            # The engine's modules and registries live as long as the process: keep them out of the
+            # collector's full passes, which a streaming turn's garbage triggers again and again.
+            gc.freeze()
         return self._engine
 
     @property

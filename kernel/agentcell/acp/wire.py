@@ -10,7 +10,6 @@ methods (-32601) and malformed params (-32602) itself.
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import logging
 import os
@@ -98,9 +97,6 @@ async def serve(agent: Any) -> None:
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     sink = asyncio.StreamReader(limit=LIMIT)
     pump = loop.create_task(_pump(source, sink, writer))
-    # What start-up imported (the SDK's schema, pydantic, the engine) lives as long as the process: keep it
-    # out of the collector's full passes, which a streaming turn's garbage triggers over and over.
-    gc.freeze()
     try:
         await run_agent(agent, writer, sink, use_unstable_protocol=True)
     finally:
