@@ -20,6 +20,7 @@ from acp.schema import (
 )
 
 from acp import RequestError, text_block
+from agentcell import Engine
 
 from ..providers.conftest import API_KEY, SSEServer, sse_reply
 from .conftest import RecordingClient, acp_agent, script, text_of
@@ -219,12 +220,16 @@ async def test_the_clients_mcp_servers_become_the_sessions_tools(
     async with acp_agent(acp_env, client) as agent:
         session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[calc])
         await agent.conn.prompt(session_id=session.session_id, prompt=[text_block("add")])
+        [call] = client.tool_calls()
+        update = client.tool_updates(call.tool_call_id)[-1]
+        await agent.conn.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[calc])
         with pytest.raises(RequestError) as sse:
             await agent.conn.new_session(
                 cwd=str(workspace), mcp_servers=[SseMcpServer(type="sse", name="old", url="http://x", headers=[])]
             )
-    [call] = client.tool_calls()
     assert call.title == "calc: add"
-    update = client.tool_updates(call.tool_call_id)[-1]
     assert update.status == "completed" and text_of(update) == "5"
-    assert sse.value.code == -32602 and "SSE" in str(sse.value)
+    assert sse.value.code == -32602 and "of type sse" in str(sse.value)
+    with Engine(acp_env["AGENTCELL_DB"]) as engine:  # the same servers again made no new agent version
+        agent_of = engine.sessions.get(session.session_id).agent
+        assert (agent_of.version, [s.name for s in agent_of.mcp_servers]) == (1, ["calc"])

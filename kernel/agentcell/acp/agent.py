@@ -55,7 +55,7 @@ from acp.schema import (
 
 from acp import RequestError
 
-from .. import Engine, OutcomeSpec, Session, __version__
+from .. import Engine, McpServer, OutcomeSpec, Session, __version__
 from ..errors import AgentCellError, ConfigurationError, InvalidInputError, SessionBusyError
 from ..events import BudgetReached, ContentBlock, ErrorStop, Interrupted, MaxTurns, StreamItem, TextBlock
 from ..providers.defaults import default_model
@@ -128,8 +128,9 @@ def _mcp_servers(servers: McpServers) -> list[dict[str, Any]]:
             headers = {h.name: h.value for h in server.headers}
             converted.append({"name": server.name, "type": "http", "url": server.url, "headers": headers})
         else:
+            kind = getattr(server, "type", "?")
             raise invalid_params(
-                f"the MCP server {getattr(server, 'name', '?')} uses SSE; agentcell takes stdio or http"
+                f"the MCP server {getattr(server, 'name', '?')} is of type {kind}; agentcell takes stdio or http"
             )
     return converted
 
@@ -282,7 +283,7 @@ class AgentCellAcpAgent:
             raise invalid_params(f"session {session_id} was terminated; start a new session")
         try:
             servers = _mcp_servers(mcp_servers)
-            if servers and [s.model_dump() for s in session.agent.mcp_servers] != servers:
+            if servers and [McpServer.model_validate(s) for s in servers] != session.agent.mcp_servers:
                 agent = self.engine.agents.update(session.agent.id, mcp_servers=servers)
                 session.update(agent_version=agent.version)
             if "cwd" not in session.metadata and len(str(workspace)) <= 512:
