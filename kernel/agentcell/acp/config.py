@@ -88,9 +88,14 @@ def _budget_options(current: str) -> list[SessionConfigSelectOption]:
     if current not in values:
         values.append(current)
     values.sort(key=lambda v: Decimal(-1) if v == "none" else Decimal(v))
-    return [
-        SessionConfigSelectOption(value=v, name="No budget" if v == "none" else format_usd(Decimal(v))) for v in values
-    ]
+    return [SessionConfigSelectOption(value=v, name=_budget_name(v)) for v in values]
+
+
+def _budget_name(value: str) -> str:
+    if value == "none":
+        return "No budget"
+    amount = Decimal(value)
+    return f"${amount:,.2f}" if amount >= Decimal("0.01") else format_usd(amount)
 
 
 def config_options(session: Session) -> list[SessionConfigOptionSelect]:
