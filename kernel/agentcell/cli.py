@@ -1,4 +1,5 @@
-"""The ``agentcell`` command: ``run`` a notebook headless, ``install`` the kernelspec, ``demo`` the engine.
+"""The ``agentcell`` command: ``run`` a notebook headless, ``install`` the kernelspec, ``demo`` the engine,
+``acp`` serve it to an editor over the Agent Client Protocol.
 
 ``agentcell run NOTEBOOK`` replays the notebook's recording (``NAME.agentcell.jsonl``) when it has one, so
 it needs no key and gives the recorded transcript; ``--record`` runs live and re-records, ``--model`` runs
@@ -206,6 +207,12 @@ def _not_recorded(nb: Any) -> list[str]:
     return found
 
 
+def _acp(args: argparse.Namespace) -> int:
+    from .acp import main as serve
+
+    return serve(model=args.model, db=args.db)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="agentcell", description="A Jupyter kernel where every cell is an agent turn."
@@ -235,6 +242,11 @@ def main(argv: list[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="run one turn of the engine on the scripted provider")
     demo.add_argument("--db", help="database file (default: a temporary one)")
     demo.set_defaults(run=_demo)
+
+    acp = commands.add_parser("acp", help="serve the engine as an Agent Client Protocol agent on stdio (editors)")
+    acp.add_argument("--model", help="model of new sessions (default: $AGENTCELL_MODEL, a key that is set, local)")
+    acp.add_argument("--db", help="database file (default: $AGENTCELL_DB, else the one the kernel uses)")
+    acp.set_defaults(run=_acp)
 
     args = parser.parse_args(argv)
     return int(args.run(args))

@@ -20,6 +20,7 @@ from ...errors import OutsideWorkspaceError
 from ...events import ImageBlock, ImageSource, TextBlock
 from ..base import ToolResult
 from ..definition import ToolContext, ToolDefinition
+from ..file_access import file_access
 from ..functions import function_tool
 from ..permissions import PathUse
 
@@ -44,10 +45,17 @@ def read_file(path: str, offset: int = 1, limit: int = 2000, *, ctx: ToolContext
     real = ctx.path(path, "read")
     if real.is_dir():
         return ToolResult.error(f"{path} is a directory; use list_files to see what it holds")
+    media_type = _IMAGE_TYPES.get(real.suffix.lower())
+    access = file_access(ctx.call.session_id)
+    if media_type is None and access is not None and access.read_text is not None:
+        try:
+            text = access.read_text(real, ctx.call)
+        except FileNotFoundError:
+            return ToolResult.error(f"{path} does not exist")
+        return _numbered(path, text.splitlines(), offset, limit)
     if not real.exists():
         return ToolResult.error(f"{path} does not exist")
     size = real.stat().st_size
-    media_type = _IMAGE_TYPES.get(real.suffix.lower())
     if media_type is not None and size <= MAX_IMAGE_BYTES:
         data = base64.b64encode(real.read_bytes()).decode("ascii")
         source = ImageSource(media_type=media_type, data=data)
@@ -57,7 +65,10 @@ def read_file(path: str, offset: int = 1, limit: int = 2000, *, ctx: ToolContext
     raw = real.read_bytes()
     if b"\0" in raw[:8192]:
         return f"{path} is a binary file of {size:,} bytes; it is not shown"
-    lines = raw.decode("utf-8", errors="replace").splitlines()
+    return _numbered(path, raw.decode("utf-8", errors="replace").splitlines(), offset, limit)
+
+
+def _numbered(path: str, lines: list[str], offset: int, limit: int) -> ToolResult | str:
     if not lines:
         return f"{path} is empty"
     first = max(offset, 1)
@@ -80,8 +91,7 @@ def write_file(path: str, content: str, *, ctx: ToolContext) -> str:
     """
     real = ctx.path(path, "edit")
     existed = real.exists()
-    real.parent.mkdir(parents=True, exist_ok=True)
-    real.write_text(content, encoding="utf-8")
+    _write(real, content, ctx)
     verb = "overwrote" if existed else "created"
     return f"{verb} {path} ({len(content):,} characters)"
 
@@ -98,13 +108,18 @@ def edit_file(
         replace_all: Replace every occurrence instead of requiring exactly one.
     """
     real = ctx.path(path, "edit")
-    if not real.is_file():
+    access = file_access(ctx.call.session_id)
+    reader = access.read_text if access is not None else None
+    if reader is None and not real.is_file():
         return ToolResult.error(f"{path} does not exist; create it with write_file")
     if not old_string:
         return ToolResult.error("old_string is empty; use write_file to write a whole file")
     if old_string == new_string:
         return ToolResult.error("old_string and new_string are the same; nothing would change")
-    before = real.read_text(encoding="utf-8")
+    try:
+        before = reader(real, ctx.call) if reader is not None else real.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ToolResult.error(f"{path} does not exist; create it with write_file")
     count = before.count(old_string)
     if count == 0:
         return ToolResult.error(f"old_string was not found in {path}; read the file and copy the text exactly")
@@ -114,7 +129,7 @@ def edit_file(
             "or set replace_all"
         )
     after = before.replace(old_string, new_string)
-    real.write_text(after, encoding="utf-8")
+    _write(real, after, ctx)
     diff = difflib.unified_diff(
         before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
     )
@@ -197,6 +212,16 @@ def grep(
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+
+
+def _write(real: Path, content: str, ctx: ToolContext) -> None:
+    """Write through the session's file access when it has one (an editor's buffers), else to the disk."""
+    access = file_access(ctx.call.session_id)
+    if access is not None and access.write_text is not None:
+        access.write_text(real, content, ctx.call)
+        return
+    real.parent.mkdir(parents=True, exist_ok=True)
+    real.write_text(content, encoding="utf-8")
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:

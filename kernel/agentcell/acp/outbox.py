@@ -1,0 +1,172 @@
+"""One session's ``session/update`` notifications, sent in order from a task of their own.
+
+The turn never waits for the pipe: items queue while a notification is on the wire. A message's first
+text goes out at once, then at most every :data:`TEXT_INTERVAL` (at once again when someone waits for
+the outbox to flush: the end of a turn, a question to the user); the chunks of the same message that
+queued up meanwhile go out joined. So a reply of 20,000 deltas costs the editor a few hundred notifications rather than
+20,000 (each one is parsed, validated and dispatched on its side), and nobody can see a 10 ms wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from typing import Literal, NamedTuple, Protocol, TypeAlias
+
+from acp.schema import (
+    AgentMessageChunk,
+    AgentThoughtChunk,
+    AvailableCommandsUpdate,
+    ConfigOptionUpdate,
+    CurrentModeUpdate,
+    SessionInfoUpdate,
+    TextContentBlock,
+    ToolCallProgress,
+    ToolCallStart,
+    UsageUpdate,
+    UserMessageChunk,
+)
+
+__all__ = ["MessageEnd", "Outbox", "TextChunk", "Update", "UpdateClient"]
+
+log = logging.getLogger(__name__)
+
+TEXT_INTERVAL = 0.01
+"""Seconds between two text chunks of one session (the first goes at once)."""
+
+Update: TypeAlias = (
+    UserMessageChunk
+    | AgentMessageChunk
+    | AgentThoughtChunk
+    | ToolCallStart
+    | ToolCallProgress
+    | AvailableCommandsUpdate
+    | CurrentModeUpdate
+    | ConfigOptionUpdate
+    | SessionInfoUpdate
+    | UsageUpdate
+)
+
+
+class TextChunk(NamedTuple):
+    """A piece of an agent message or thought, kept light until it is sent (a reply may have 20,000)."""
+
+    kind: Literal["message", "thought"]
+    message_id: str | None
+    text: str
+
+
+class MessageEnd(NamedTuple):
+    """A streamed message is complete: send what is queued of it now rather than at the next tick."""
+
+    message_id: str
+
+
+class _Text:
+    """Queued text of one message: the deltas that arrived in a row, joined when sent."""
+
+    __slots__ = ("kind", "message_id", "parts")
+
+    def __init__(self, kind: Literal["message", "thought"], message_id: str | None, text: str) -> None:
+        self.kind = kind
+        self.message_id = message_id
+        self.parts = [text]
+
+
+class UpdateClient(Protocol):
+    async def session_update(self, session_id: str, update: Update) -> None: ...
+
+
+class Outbox:
+    def __init__(self, client: UpdateClient, session_id: str) -> None:
+        self._client = client
+        self._session_id = session_id
+        self._items: deque[Update | _Text] = deque()
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._hurry = asyncio.Event()
+        self._broken = False
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"agentcell-acp-outbox-{session_id}")
+
+    def put(self, item: Update | TextChunk | MessageEnd) -> None:
+        if isinstance(item, MessageEnd):
+            if not self._idle.is_set():
+                self._hurry.set()
+            return
+        if isinstance(item, TextChunk):
+            self.put_text(item.kind, item.message_id, item.text)
+            return
+        if self._broken:
+            return
+        self._items.append(item)
+        self._idle.clear()
+        self._wake.set()
+
+    def put_text(self, kind: Literal["message", "thought"], message_id: str | None, text: str) -> None:
+        """Queue a piece of a message; called once per delta, so it only appends."""
+        items = self._items
+        if items:
+            tail = items[-1]
+            if isinstance(tail, _Text) and tail.message_id == message_id and tail.kind == kind:
+                tail.parts.append(text)
+                return
+        if self._broken:
+            return
+        items.append(_Text(kind, message_id, text))
+        self._idle.clear()
+        self._wake.set()
+
+    def put_all(self, items: list[Update | TextChunk | MessageEnd]) -> None:
+        for item in items:
+            self.put(item)
+
+    async def flush(self) -> None:
+        """Return once everything put so far was sent (without waiting out the text interval)."""
+        if not self._idle.is_set():
+            self._hurry.set()
+        await self._idle.wait()
+
+    async def close(self) -> None:
+        await self.flush()
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+    def _next(self) -> Update:
+        item = self._items.popleft()
+        if not isinstance(item, _Text):
+            return item
+        content = TextContentBlock(type="text", text="".join(item.parts))
+        if item.kind == "thought":
+            return AgentThoughtChunk(session_update="agent_thought_chunk", content=content, message_id=item.message_id)
+        return AgentMessageChunk(session_update="agent_message_chunk", content=content, message_id=item.message_id)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        last_text: tuple[float, str | None] = (-TEXT_INTERVAL, None)
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while self._items:
+                head = self._items[0]
+                if isinstance(head, _Text) and head.message_id == last_text[1]:
+                    await self._pause(last_text[0] + TEXT_INTERVAL - loop.time())
+                update = self._next()
+                if isinstance(head, _Text):
+                    last_text = (loop.time(), head.message_id)
+                try:
+                    await self._client.session_update(session_id=self._session_id, update=update)
+                except Exception as exc:  # the client went away: the turn goes on, its events are stored
+                    log.warning("session/update could not be sent (%s); dropping the rest of this turn's updates", exc)
+                    self._broken = True
+                    self._items.clear()
+            self._hurry.clear()
+            self._idle.set()
+
+    async def _pause(self, seconds: float) -> None:
+        """Let more of the message queue up, unless someone is waiting for the flush."""
+        if seconds > 0 and not self._hurry.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._hurry.wait(), seconds)

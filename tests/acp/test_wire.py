@@ -1,0 +1,95 @@
+"""Bad input on the wire, sent as raw lines to ``agentcell acp``: each gets a JSON-RPC error with a clear
+message, and the process answers the next good request as if nothing happened. Nothing but JSON-RPC
+appears on its stdout."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import agent_command
+
+pytestmark = pytest.mark.slow
+
+
+class RawPeer:
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+
+    async def send(self, line: bytes | str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line.encode() if isinstance(line, str) else line)
+        await self.process.stdin.drain()
+
+    async def request(self, request_id: int, method: str, params: Any) -> None:
+        await self.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}) + "\n")
+
+    async def receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), 30)
+        assert line, "the agent closed its stdout"
+        message: dict[str, Any] = json.loads(line)  # only JSON-RPC on stdout
+        return message
+
+    async def answer(self, request_id: int) -> dict[str, Any]:
+        while True:
+            message = await self.receive()
+            if message.get("id") == request_id and "method" not in message:
+                return message
+
+
+async def test_bad_lines_get_errors_and_the_process_goes_on(acp_env: dict[str, str], workspace: Path) -> None:
+    process = await asyncio.create_subprocess_exec(
+        *agent_command(),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=acp_env,
+    )
+    peer = RawPeer(process)
+    try:
+        await peer.send("this is not json\n")
+        parse = await peer.receive()
+        await peer.send("[1, 2, 3]\n")
+        not_object = await peer.receive()
+        await peer.send('{"jsonrpc": "2.0", "id": 5, "params": {}}\n')
+        no_method = await peer.receive()
+        await peer.request(6, "session/teleport", {})
+        unknown = await peer.answer(6)
+        await peer.request(7, "initialize", {"protocolVersion": 1})
+        initialized = await peer.answer(7)
+        await peer.request(8, "session/new", {"mcpServers": []})
+        no_cwd = await peer.answer(8)
+        await peer.request(9, "session/new", {"cwd": "relative/dir", "mcpServers": []})
+        relative = await peer.answer(9)
+        await peer.request(
+            10, "session/prompt", {"sessionId": "sesn_missing", "prompt": [{"type": "text", "text": "x"}]}
+        )
+        missing = await peer.answer(10)
+        await peer.request(11, "session/new", {"cwd": str(workspace), "mcpServers": []})
+        created = await peer.answer(11)
+        session_id = created["result"]["sessionId"]
+        audio = {"type": "audio", "data": "AAAA", "mimeType": "audio/wav"}
+        await peer.request(12, "session/prompt", {"sessionId": session_id, "prompt": [audio]})
+        no_audio = await peer.answer(12)
+        await peer.request(13, "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "ok?"}]})
+        prompted = await peer.answer(13)
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        await asyncio.wait_for(process.wait(), 30)
+    assert (parse["id"], parse["error"]["code"]) == (None, -32700) and "not JSON" in parse["error"]["message"]
+    assert not_object["error"]["code"] == -32600 and "JSON object" in not_object["error"]["message"]
+    assert (no_method["id"], no_method["error"]["code"]) == (5, -32600)
+    assert unknown["error"]["code"] == -32601
+    assert initialized["result"]["protocolVersion"] == 1
+    assert no_cwd["error"]["code"] == -32602
+    assert relative["error"]["code"] == -32602 and "absolute" in relative["error"]["message"]
+    assert missing["error"]["code"] == -32002 and "sesn_missing" in missing["error"]["message"]
+    assert no_audio["error"]["code"] == -32602 and "audio" in no_audio["error"]["message"]
+    assert prompted["result"] == {"stopReason": "end_turn"}
+    assert process.returncode == 0
