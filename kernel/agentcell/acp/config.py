@@ -19,7 +19,7 @@ from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption, Ses
 
 from .._format import format_usd
 from ..providers.defaults import DEFAULT_CLAUDE_MODEL, DEFAULT_OPENAI_MODEL, LOCAL_MODEL
-from ..tools.permissions import PRESETS, Preset
+from ..records.common import PERMISSION_PRESETS, PermissionPreset
 
 if TYPE_CHECKING:
     from .. import Session
@@ -34,7 +34,7 @@ __all__ = [
     "permission_modes",
 ]
 
-PERMISSIONS: dict[Preset, str] = {
+PERMISSIONS: dict[PermissionPreset, str] = {
     "read-only": "Sandbox: read the workspace, write nothing, run no commands. Approval: asked before reading "
     "outside the workspace or reaching the network.",
     "workspace-write": "Sandbox: read and write inside the workspace and the temporary directory. Approval: asked "
@@ -42,7 +42,7 @@ PERMISSIONS: dict[Preset, str] = {
     "danger-full-access": "Sandbox: none; files anywhere, commands and the network. Approval: never asked.",
 }
 """Each preset as a sandbox mode plus an approval policy (the table in ``agentcell.tools.permissions``)."""
-assert tuple(PERMISSIONS) == PRESETS
+assert tuple(PERMISSIONS) == PERMISSION_PRESETS
 
 BUDGETS = ("none", "0.1", "0.5", "1", "5", "20")
 """The budget choices offered besides the session's own (USD; ``none`` is no budget)."""
