@@ -114,12 +114,20 @@ ContentBlock: TypeAlias = Annotated[TextBlock | ImageBlock, Field(discriminator=
 # ---------------------------------------------------------------------------------------------- envelope
 
 
+def _omit_none(value: object) -> bool:
+    return value is None
+
+
+ThreadId = Annotated[str | None, Field(default=None, exclude_if=_omit_none)]
+"""A thread's id; omitted from the wire (not null) for the session's primary thread, as seed 002 says."""
+
+
 class _EventBase(_Model):
     id: str
     created_at: datetime
     session_id: str
-    thread_id: str | None = None
-    """The thread the event belongs to; ``None`` is the session's primary thread."""
+    thread_id: ThreadId = None
+    """The thread the event belongs to; omitted (``None`` here) for the session's primary thread."""
 
 
 # ---------------------------------------------------------------------------------------------- user.*
@@ -341,7 +349,6 @@ OutcomeStatus: TypeAlias = Literal[
     "running",
     "evaluating",
     "satisfied",
-    "needs_revision",
     "max_iterations_reached",
     "failed",
     "interrupted",
@@ -356,7 +363,7 @@ class Outcome(_Model):
     description: str
     status: OutcomeStatus
     """pending before work starts; running while the agent produces or revises; evaluating while the grader
-    scores; needs_revision between a verdict and the next cycle; the rest are terminal."""
+    scores (after a ``needs_revision`` verdict, running again); the rest are terminal."""
     iteration: int = Field(default=0, ge=0)
     """The revision cycle the outcome is on, counted from 0."""
     max_iterations: int = Field(ge=1, le=20)
@@ -530,7 +537,7 @@ class EventStart(_Model):
 
     type: Literal["event_start"] = "event_start"
     event: PreviewRef
-    thread_id: str | None = None
+    thread_id: ThreadId = None
 
 
 class ContentDelta(_Model):
@@ -544,7 +551,7 @@ class EventDelta(_Model):
     type: Literal["event_delta"] = "event_delta"
     event_id: str
     delta: ContentDelta
-    thread_id: str | None = None
+    thread_id: ThreadId = None
 
 
 Preview: TypeAlias = Annotated[EventStart | EventDelta, Field(discriminator="type")]

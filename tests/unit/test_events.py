@@ -126,3 +126,16 @@ def test_ids_sort_in_creation_order() -> None:
     assert ids == sorted(ids)
     assert len(set(ids)) == len(ids)
     assert all(i.startswith("sevt_") and len(i) == 31 for i in ids[:10])
+
+
+def test_thread_id_is_omitted_not_null_on_the_primary_thread() -> None:
+    """Seed 002: 'Set by the server to the subagent thread ... Omitted when it was routed to the primary thread.'"""
+    now = datetime.now(UTC)
+    primary = ev.AgentMessage(id="sevt_1", created_at=now, session_id="s", content=[ev.TextBlock(text="hi")])
+    spawned = primary.model_copy(update={"thread_id": "sthr_1"})
+    assert "thread_id" not in json.loads(primary.model_dump_json())
+    assert json.loads(spawned.model_dump_json())["thread_id"] == "sthr_1"
+    assert "thread_id" not in primary.model_dump(mode="json")
+    preview = ev.EventStart(event=ev.PreviewRef(type="agent.message", id="sevt_1"))
+    assert "thread_id" not in json.loads(preview.model_dump_json())
+    assert ev.event_adapter.validate_json(primary.model_dump_json()) == primary  # and it reads back

@@ -210,3 +210,17 @@ def test_stop_reason_is_end_turn_and_the_session_idles(engine: Engine) -> None:
     result = session.send_sync("hi")
     assert result.stop_reason == ev.EndTurn()
     assert session.status == "idle"
+
+
+def test_session_updated_carries_metadata_only_when_set_non_empty(engine: Engine) -> None:
+    """Seed 002: 'Present when the update set non-empty metadata; absent when metadata was unchanged or
+    cleared to empty'."""
+    session = engine.sessions.create(agent=engine.agents.create(name="a", model="scripted").id)
+    session.update(metadata={"owner": "ana"})
+    session.update(metadata={"owner": "ana"}, title="same metadata")
+    session.update(metadata={})
+    updates = [json.loads(e.model_dump_json()) for e in session.events(types=["session.updated"])]
+    assert [u.get("metadata") for u in updates] == [{"owner": "ana"}, None, None]
+    assert "metadata" not in updates[1] and "metadata" not in updates[2]
+    assert updates[1]["title"] == "same metadata"
+    assert session.metadata == {}

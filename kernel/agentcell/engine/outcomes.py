@@ -206,10 +206,11 @@ class OutcomeLoop:
         result; returns the turn's stop reason. ``resumed``: the cycle under way was paused for a custom
         tool's answer and goes on."""
         try:
+            running = resumed  # a resumed cycle is running already
             while True:
-                if not resumed:
+                if not running:
                     self._update(status="running")
-                resumed = False
+                running = False
                 stop = await make_runner().run()
                 if isinstance(stop, RequiresAction):
                     return stop  # the outcome stays running; the client's answer resumes it
@@ -238,9 +239,10 @@ class OutcomeLoop:
                 if result != "needs_revision":
                     self._finish(result, verdict.explanation)
                     return EndTurn()
-                self._update(status="needs_revision", explanation=verdict.explanation)
+                # needs_revision is the verdict, not a status: the outcome is running again, a cycle further.
                 self._feedback(verdict.explanation)
-                self._update(iteration=self.state.iteration + 1)
+                self._update(status="running", explanation=verdict.explanation, iteration=self.state.iteration + 1)
+                running = True
         except asyncio.CancelledError:
             if self._evaluation is not None:
                 self._end_evaluation("interrupted", "interrupted by the user while grading", self._evaluation_usage())

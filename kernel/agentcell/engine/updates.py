@@ -65,7 +65,9 @@ def apply_update(
     if metadata is not UNSET:
         checked = check_metadata(metadata, "session")
         if checked != record.metadata:
-            changes["metadata"] = event_fields["metadata"] = checked
+            changes["metadata"] = checked
+            if checked:  # the event carries the new bag when set; clearing it leaves the field out (seed 002)
+                event_fields["metadata"] = checked
     if budget is not UNSET:
         parsed = parse_budget(budget)
         if parsed != record.budget:
@@ -86,7 +88,8 @@ def apply_update(
     if not changes:
         return
     updated = record.model_copy(update=changes)
-    event = log.make(SessionUpdated, **event_fields) if event_fields else None
+    # A cleared metadata bag is an update too, though the event then names no field.
+    event = log.make(SessionUpdated, **event_fields) if event_fields or "metadata" in changes else None
     log.store.put_session(updated, event)
     log.replace(updated, agent)
     if event is not None:
