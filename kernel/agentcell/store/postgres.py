@@ -6,8 +6,9 @@ LISTEN/NOTIFY for followers (:mod:`.pg_follow`) and uploads in the database (:mo
 
 Each append is one autocommitted statement: durable once it returns (with the server's default
 ``synchronous_commit``). It assigns the session's next ``seq`` and the next global ``position`` and checks,
-in the same statement, that no other kernel holds a live lease on the session; a refused or interleaving
-append raises :class:`~agentcell.errors.SessionDrivenElsewhereError` and writes nothing. When the server
+in the same statement, that no other kernel holds a live lease on the session (a change to the session's
+record checks the same); a refused or interleaving write raises
+:class:`~agentcell.errors.SessionDrivenElsewhereError` and writes nothing. When the server
 is unreachable (a restart, a failover) an operation is retried for up to ``reconnect_seconds``; an append
 whose acknowledgement was lost is recognised by its event id on the retry, so it is stored once.
 
@@ -74,6 +75,10 @@ RETURNING seq
 
 
 _DELETE_VALUE = "DELETE FROM agentcell.kv WHERE key = %s"
+_OTHER_HOLDER = (
+    "SELECT host, pid, expires_at FROM agentcell.session_leases "
+    "WHERE session_id = %s AND holder <> %s AND expires_at > now()"
+)
 
 
 class _IdTakenError(Exception):
@@ -266,6 +271,11 @@ class PostgresStore:
 
         def work(conn: Conn) -> None:
             with conn.transaction():
+                # A record changed under the kernel driving the session would be overwritten by its next
+                # update: settings change where the session is driven, like its events.
+                holder = conn.execute(_OTHER_HOLDER, (record.id, self._leases.holder)).fetchone()
+                if holder is not None:
+                    raise driven_elsewhere(record.id, (str(holder[0]), int(holder[1]), holder[2]))
                 conn.execute(
                     "INSERT INTO agentcell.sessions (id, created_at, body) VALUES (%s, %s, %s) "
                     "ON CONFLICT (id) DO UPDATE SET body = excluded.body",
