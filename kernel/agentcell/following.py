@@ -41,13 +41,12 @@ _WIDTH = 500
 """Characters of a tool's input or output a terminal line shows."""
 
 
-def latest_turn_start(store: Store, session_id: str) -> str | None:
-    """The id to follow after so that the latest turn is shown from its opening event; None: from the start."""
+def latest_turn_start(store: Store, session_id: str) -> tuple[str | None, int]:
+    """Where to follow from so that the latest turn shows from its opening event: the id to follow after
+    (None: from the start) and how many events come before it."""
     rows: Sequence[EventRow] = store.event_rows(session_id)
-    for index in range(len(rows) - 1, -1, -1):
-        if rows[index].type in TURN_OPENINGS:
-            return rows[index - 1].id if index > 0 else None
-    return rows[-1].id if rows else None
+    index = next((i for i in range(len(rows) - 1, -1, -1) if rows[i].type in TURN_OPENINGS), len(rows))
+    return (rows[index - 1].id if index > 0 else None), index
 
 
 def _clip(text: str) -> str:
@@ -102,7 +101,7 @@ async def print_follow(
 ) -> None:
     """``agentcell follow``: print the session's latest turn (or ``everything``), then each event as it
     commits; ``until_idle`` stops at the next ``session.status_idle``."""
-    after = None if everything else latest_turn_start(engine.store, session_id)
+    after = None if everything else latest_turn_start(engine.store, session_id)[0]
     async for event in engine.sessions.follow(session_id, after=after):
         lines = [event.model_dump_json()] if jsonl else event_lines(event)
         for line in lines:
