@@ -186,6 +186,9 @@ class TurnFailedError(TurnSignal):
 class StoreError(AgentCellError):
     """The event store cannot be opened or written."""
 
+    def _render_traceback_(self) -> list[str]:  # IPython: the message says what to do; agentcell's frames do not
+        return [f"{type(self).__name__}: {self}"]
+
 
 class StoreVersionError(StoreError):
     def __init__(self, path: str, found: int, supported: int) -> None:
