@@ -2,11 +2,13 @@
 
 A kernel takes a session's lease when a turn starts: a row in ``agentcell.session_leases`` naming it (a
 random token, with its host and pid for people to read) and an expiry on the database's clock, so the
-kernels' own clocks never matter. One daemon thread per store renews every lease it holds every third of
+kernels' own clocks never matter (a kernel's own estimate of how long its lease is certainly still live
+only ever errs short). One daemon thread per store renews every lease it holds every third of
 the lease's length; the turn gives it back when it ends. While the holder lives, another kernel asking
 for the lease is refused with the holder's name and expiry. When the holder dies (a SIGKILL, a lost
 machine) nobody renews it, and it can be taken once it has lapsed. A holder that comes back after losing
-it cannot write either: every append checks that no other kernel holds a live lease.
+it cannot write either: an append checks that no other kernel holds a live lease, unless this kernel's
+own lease is certainly still live — and two writers of one session collide on its ``seq`` regardless.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import contextlib
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -63,11 +66,18 @@ def driven_elsewhere(session_id: str, holder: tuple[str, int, datetime] | None) 
 class PgLease:
     """A held lease; :meth:`release` gives it back."""
 
-    def __init__(self, leases: PgLeases, session_id: str) -> None:
+    def __init__(self, leases: PgLeases, session_id: str, valid_until: float) -> None:
         self._leases = leases
         self.session_id = session_id
         self.lost = False
         """Set when a renewal found that another kernel had taken the session over."""
+        self.valid_until = valid_until
+        """A monotonic time before which the lease is certainly still this kernel's: it was asked for (taken
+        or renewed) at ``valid_until - seconds``, and the database set its expiry no earlier than that."""
+
+    def live(self) -> bool:
+        """Certainly still held, with a margin (a tenth of the lease) for the clocks' drift."""
+        return not self.lost and time.monotonic() < self.valid_until - self._leases.seconds / 10
 
     def release(self) -> None:
         self._leases.release(self)
@@ -76,10 +86,13 @@ class PgLease:
 class PgLeases:
     """The leases one store holds, and the thread that renews them."""
 
-    def __init__(self, run: Run[Any], seconds: float = LEASE_SECONDS) -> None:
+    def __init__(
+        self, run: Run[Any], seconds: float = LEASE_SECONDS, *, on_release: Callable[[str], object] | None = None
+    ) -> None:
         if seconds <= 0:
             raise StoreError(f"a lease must last a positive number of seconds, not {seconds}")
         self._run = run
+        self._on_release = on_release
         self.seconds = seconds
         self.holder = uuid.uuid4().hex
         self._host = socket.gethostname()
@@ -97,6 +110,9 @@ class PgLeases:
             "ttl": self.seconds,
         }
 
+    def held(self, session_id: str) -> PgLease | None:
+        return self._held.get(session_id)
+
     def _try_take(self, session_id: str) -> tuple[bool, tuple[str, int, datetime] | None]:
         def work(conn: Any) -> tuple[bool, tuple[str, int, datetime] | None]:
             if conn.execute(_TAKE, self._params(session_id)).fetchone() is not None:
@@ -110,12 +126,13 @@ class PgLeases:
         return taken
 
     def take(self, session_id: str) -> PgLease:
+        asked = time.monotonic()
         taken, holder = self._try_take(session_id)
         if not taken and holder is None:  # it lapsed or was released between the two statements
             taken, holder = self._try_take(session_id)
         if not taken:
             raise driven_elsewhere(session_id, holder)
-        lease = PgLease(self, session_id)
+        lease = PgLease(self, session_id, asked + self.seconds)
         with self._lock:
             self._held[session_id] = lease
             if self._thread is None:
@@ -128,6 +145,8 @@ class PgLeases:
             if self._held.get(lease.session_id) is not lease:
                 return
             del self._held[lease.session_id]
+        if self._on_release is not None:
+            self._on_release(lease.session_id)
         with contextlib.suppress(StoreError):  # unreachable: it lapses by itself
             self._run(
                 f"release the lease of {lease.session_id}",
@@ -139,11 +158,16 @@ class PgLeases:
             with self._lock:
                 held = list(self._held.values())
             for lease in held:
+                asked = time.monotonic()
                 try:
                     taken, _ = self._try_take(lease.session_id)
                 except StoreError:
                     continue  # the server is away: try again at the next tick, while the lease lasts
                 lease.lost = not taken
+                if taken:
+                    lease.valid_until = asked + self.seconds
+                if lease.lost and self._on_release is not None:
+                    self._on_release(lease.session_id)
 
     def close(self) -> None:
         self._stop.set()

@@ -9,20 +9,24 @@ Text keys sort and compare byte by byte (``COLLATE "C"``), as in SQLite, whateve
 
 Events are keyed by ``(session_id, seq)``: ``seq`` counts a session's events from 1, so two writers cannot
 interleave one session (the second insert of a ``seq`` fails). ``position`` is a global order assigned in
-commit order — the counter row in ``event_position`` is locked by the appending transaction until it has
-committed, so a reader at position *p* can never later see a smaller one commit. The event log refuses
+commit order: an append takes the transaction-scoped advisory lock ``POSITION_LOCK`` before it draws the
+next value of ``event_position``, and PostgreSQL releases that lock only after the commit is visible, so a
+reader at position *p* can never later see a smaller one commit. (Positions may skip values: a refused
+insert burns the one it drew.) The event log refuses
 updates, deletes and truncation, and each insert notifies ``agentcell_events`` with ``session_id:seq``
 (delivered when the transaction commits).
 """
 
 from __future__ import annotations
 
-__all__ = ["CHANNEL", "SCHEMA_DDL", "SCHEMA_VERSION"]
+__all__ = ["CHANNEL", "POSITION_LOCK", "SCHEMA_DDL", "SCHEMA_VERSION"]
 
 SCHEMA_VERSION = 1
 """1: agents, sessions, events, leases, settings, memory stores and notes, uploaded files."""
 
 CHANNEL = "agentcell_events"
+
+POSITION_LOCK = 0x61632D706F736974  # "ac-posit": the advisory lock that orders positions by commit
 
 SCHEMA_DDL = """
 CREATE SCHEMA IF NOT EXISTS agentcell;
@@ -52,11 +56,7 @@ CREATE TABLE IF NOT EXISTS agentcell.events (
     CONSTRAINT events_id_unique UNIQUE (id),
     CONSTRAINT events_position_unique UNIQUE (position)
 );
-CREATE TABLE IF NOT EXISTS agentcell.event_position (
-    only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
-    last     bigint  NOT NULL
-);
-INSERT INTO agentcell.event_position (last) VALUES (0) ON CONFLICT DO NOTHING;
+CREATE SEQUENCE IF NOT EXISTS agentcell.event_position AS bigint;
 CREATE OR REPLACE FUNCTION agentcell.refuse_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     RAISE EXCEPTION 'the event log is append-only';

@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -37,7 +38,7 @@ from .follow import FOLLOW_BATCH, follow_log
 from .pg_files import MAX_FILE_BYTES, PgFiles
 from .pg_follow import NotifyWakeups
 from .pg_lease import _HOLDER, LEASE_SECONDS, PgLease, PgLeases, driven_elsewhere
-from .pg_schema import SCHEMA_DDL, SCHEMA_VERSION
+from .pg_schema import POSITION_LOCK, SCHEMA_DDL, SCHEMA_VERSION
 from .pg_url import DEFAULT_CONNECT_TIMEOUT, public_url, scrub, scrubber
 
 if TYPE_CHECKING:
@@ -56,24 +57,28 @@ RECONNECT_SECONDS = 30.0
 
 _DDL_LOCK = 0x6167656E7463656C  # "agentcel": serializes schema changes between kernels starting together
 
-_APPEND = """
-WITH pos AS (
-    UPDATE agentcell.event_position SET last = last + 1
-    WHERE NOT EXISTS (
-        SELECT 1 FROM agentcell.session_leases
-        WHERE session_id = %(session)s AND holder <> %(holder)s AND expires_at > now()
-    )
-    RETURNING last
-)
+_NEXT_POSITION = f"""(
+    SELECT nextval('agentcell.event_position')
+    FROM (SELECT pg_advisory_xact_lock({POSITION_LOCK})::text AS locked) AS l WHERE l.locked IS NOT NULL
+)"""
+"""The next global position, drawn under the position lock (the filter makes the lock come first)."""
+_APPEND_LEASED = f"""
 INSERT INTO agentcell.events (session_id, seq, position, id, type, body)
-SELECT %(session)s,
-       COALESCE((SELECT max(seq) FROM agentcell.events WHERE session_id = %(session)s), 0) + 1,
-       pos.last, %(id)s, %(type)s, %(body)s
-FROM pos
+VALUES (%s, %s, {_NEXT_POSITION}, %s, %s, %s)
+"""
+"""The append of a kernel whose lease is certainly live: nobody else can hold one, so no guard, and it
+knows the session's next seq."""
+_APPEND_GUARDED = f"""
+INSERT INTO agentcell.events (session_id, seq, position, id, type, body)
+SELECT %(session)s, COALESCE((SELECT max(seq) + 1 FROM agentcell.events WHERE session_id = %(session)s), 1),
+       {_NEXT_POSITION}, %(id)s, %(type)s, %(body)s
+WHERE NOT EXISTS (
+    SELECT 1 FROM agentcell.session_leases
+    WHERE session_id = %(session)s AND holder <> %(holder)s AND expires_at > now()
+)
 RETURNING seq
 """
-
-
+"""Any other append: refused (no row) while another kernel holds a live lease; the next seq is read."""
 _DELETE_VALUE = "DELETE FROM agentcell.kv WHERE key = %s"
 _OTHER_HOLDER = (
     "SELECT host, pid, expires_at FROM agentcell.session_leases "
@@ -143,7 +148,10 @@ class PostgresStore:
             self._pool.close()
             raise self._error("open the database", exc) from None
         self._append_lock = threading.Lock()
-        self._leases = PgLeases(self._run, lease_seconds)
+        self._writer: Conn | None = None
+        self._next_seq: dict[str, int] = {}
+        """While this kernel holds a session's lease nobody else writes it: its next seq, kept here."""
+        self._leases = PgLeases(self._run, lease_seconds, on_release=self._forget_seq)
         self._files = PgFiles(self._run, max_file_bytes)
 
     def __repr__(self) -> str:
@@ -185,13 +193,20 @@ class PostgresStore:
                     (SCHEMA_VERSION,),
                 )
 
-    def _run(self, doing: str, work: Callable[[Conn], T]) -> T:
-        """Run ``work`` on a pooled connection, trying again while the server is unreachable."""
+    def _run(
+        self,
+        doing: str,
+        work: Callable[[Conn], T],
+        connection: Callable[[float], AbstractContextManager[Conn]] | None = None,
+    ) -> T:
+        """Run ``work`` on a pooled connection (or ``connection``), trying again while the server is
+        unreachable."""
         deadline = time.monotonic() + self._reconnect_seconds
         delay = 0.05
+        connect = connection or (lambda timeout: self._pool.connection(timeout=timeout))
         while True:
             try:
-                with self._pool.connection(timeout=max(0.1, deadline - time.monotonic())) as conn:
+                with connect(max(0.1, deadline - time.monotonic())) as conn:
                     return work(conn)
             except psycopg.Error as exc:
                 if not _transient(exc) or time.monotonic() + delay > deadline:
@@ -202,8 +217,26 @@ class PostgresStore:
     def _query(self, doing: str, sql: str, params: Sequence[object] = ()) -> list[tuple[Any, ...]]:
         return self._run(doing, lambda conn: conn.execute(sql, params).fetchall())
 
+    @contextmanager
+    def _writer_connection(self, timeout: float) -> Iterator[Conn]:
+        """The connection appends use, one at a time (under the append lock): a pool checkout per event
+        would cost a tenth of the append; replaced when it breaks."""
+        if self._writer is None or self._writer.closed:
+            self._writer = psycopg.connect(self._conninfo, autocommit=True, connect_timeout=max(1, int(timeout)))
+        try:
+            yield self._writer
+        except psycopg.Error:
+            if self._writer.broken or self._writer.closed:
+                self._writer.close()
+                self._writer = None
+            raise
+
     def close(self) -> None:
         self._leases.close()
+        with self._append_lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
         self._pool.close()
 
     # ------------------------------------------------------------------------------------------ agents
@@ -302,22 +335,45 @@ class PostgresStore:
     # ------------------------------------------------------------------------------------------ events
 
     def _insert_event(self, conn: Conn, session_id: str, row: EventRow) -> None:
-        params = {"session": session_id, "holder": self._leases.holder, **row._asdict()}
+        seq = self._next_seq.get(session_id)
+        lease = self._leases.held(session_id) if seq is not None else None
         try:
-            inserted = conn.execute(_APPEND, params).fetchone()
+            if lease is not None and lease.live():
+                conn.execute(_APPEND_LEASED, (session_id, seq, *row))
+                inserted: tuple[Any, ...] | None = (seq,)
+            else:
+                params = {"session": session_id, "holder": self._leases.holder, **row._asdict()}
+                inserted = conn.execute(_APPEND_GUARDED, params).fetchone()
         except psycopg.errors.UniqueViolation as exc:
+            self._next_seq.pop(session_id, None)
             if exc.diag.constraint_name == "events_id_unique":
                 raise _IdTakenError(row.id) from None
-            # Another writer took this seq between our read of the last one and our insert.
+            # Another writer took this seq: it wrote between our read of the last one and our insert.
             raise driven_elsewhere(session_id, None) from None
         if inserted is None:  # the guard found another kernel's live lease
+            self._next_seq.pop(session_id, None)
             holder = conn.execute(_HOLDER, (session_id,)).fetchone()
             raise driven_elsewhere(session_id, (str(holder[0]), int(holder[1]), holder[2]) if holder else None)
+        if session_id in self._next_seq:  # still held (a lost lease forgets it)
+            self._next_seq[session_id] = int(inserted[0]) + 1
+
+    def _append_leased(self, session_id: str, row: EventRow) -> bool:
+        """A turn's append, the hot path: this kernel certainly holds the lease and knows the next seq, on
+        a healthy connection. False: anything else, for the general path (which retries and explains)."""
+        seq, writer, lease = self._next_seq.get(session_id), self._writer, self._leases.held(session_id)
+        if seq is None or writer is None or writer.closed or lease is None or not lease.live():
+            return False
+        try:
+            writer.execute(_APPEND_LEASED, (session_id, seq, *row))
+        except psycopg.Error:
+            return False
+        self._next_seq[session_id] = seq + 1
+        return True
 
     def _write_event(self, doing: str, session_id: str, row: EventRow, work: Callable[[Conn], None]) -> None:
         with self._append_lock:  # this process's appends take seq in turn; other kernels are fenced out
             try:
-                self._run(doing, work)
+                self._run(doing, work, self._writer_connection)
             except _IdTakenError:
                 stored = self._query(doing, "SELECT body FROM agentcell.events WHERE id = %s", (row.id,))
                 if not stored or stored[0][0] != row.body:
@@ -326,6 +382,9 @@ class PostgresStore:
     def append(self, event: Event) -> None:
         row = EventRow(event.id, event.type, event.model_dump_json())
         session_id = event.session_id
+        with self._append_lock:
+            if self._append_leased(session_id, row):
+                return
         self._write_event(f"append event {event.id}", session_id, row, lambda c: self._insert_event(c, session_id, row))
 
     def events(
@@ -385,8 +444,20 @@ class PostgresStore:
 
     # ------------------------------------------------------------------------------------------ driving
 
+    def _forget_seq(self, session_id: str) -> None:
+        with self._append_lock:
+            self._next_seq.pop(session_id, None)
+
     def take_lease(self, session_id: str) -> PgLease:
-        return self._leases.take(session_id)
+        lease = self._leases.take(session_id)
+        rows = self._query(
+            f"read the events of session {session_id}",
+            "SELECT COALESCE(max(seq), 0) + 1 FROM agentcell.events WHERE session_id = %s",
+            (session_id,),
+        )
+        with self._append_lock:
+            self._next_seq[session_id] = int(rows[0][0])
+        return lease
 
     @property
     def lease_seconds(self) -> float:
@@ -408,9 +479,11 @@ class PostgresStore:
 
         def work(conn: Conn) -> None:
             with conn.transaction():
-                # The counter row stays locked until commit, so positions stay in commit order.
-                last = conn.execute("UPDATE agentcell.event_position SET last = last + %s RETURNING last", (len(rows),))
-                first_position = int(last.fetchone()[0]) - len(rows) + 1  # type: ignore[index]
+                # Positions are drawn under the position lock, held until commit: they stay in commit order.
+                conn.execute(f"SELECT pg_advisory_xact_lock({POSITION_LOCK})")
+                drawn = conn.execute("SELECT nextval('agentcell.event_position')").fetchone()
+                first_position = int(drawn[0])  # type: ignore[index]
+                conn.execute("SELECT setval('agentcell.event_position', %s)", (first_position + len(rows) - 1,))
                 top = conn.execute(
                     "SELECT COALESCE(max(seq), 0) FROM agentcell.events WHERE session_id = %s", (session_id,)
                 ).fetchone()
