@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from ..errors import SessionDrivenElsewhereError, StoreError
 
-__all__ = ["LEASE_SECONDS", "PgLease", "PgLeases", "driven_elsewhere"]
+__all__ = ["LEASE_SECONDS", "LIVE_HOLDER", "OTHER_LIVE_HOLDER", "PgLease", "PgLeases", "driven_elsewhere"]
 
 LEASE_SECONDS = 15.0
 """How long a lease lasts unless renewed (renewed every third of that): how soon a dead kernel's session
@@ -45,7 +45,10 @@ ON CONFLICT (session_id) DO UPDATE
     WHERE l.holder = excluded.holder OR l.expires_at <= now()
 RETURNING holder
 """
-_HOLDER = "SELECT host, pid, expires_at FROM agentcell.session_leases WHERE session_id = %s AND expires_at > now()"
+LIVE_HOLDER = "SELECT host, pid, expires_at FROM agentcell.session_leases WHERE session_id = %s AND expires_at > now()"
+"""Who holds a live lease on a session (host, pid, expiry)."""
+OTHER_LIVE_HOLDER = LIVE_HOLDER + " AND holder <> %s"
+"""The same, when it is not the kernel asking."""
 _RELEASE = "DELETE FROM agentcell.session_leases WHERE session_id = %s AND holder = %s"
 
 
@@ -117,7 +120,7 @@ class PgLeases:
         def work(conn: Any) -> tuple[bool, tuple[str, int, datetime] | None]:
             if conn.execute(_TAKE, self._params(session_id)).fetchone() is not None:
                 return True, None
-            row = conn.execute(_HOLDER, (session_id,)).fetchone()
+            row = conn.execute(LIVE_HOLDER, (session_id,)).fetchone()
             return False, (str(row[0]), int(row[1]), row[2]) if row is not None else None
 
         taken: tuple[bool, tuple[str, int, datetime] | None] = self._run(

@@ -7,14 +7,9 @@ two kernels starting together do not race.
 
 Text keys sort and compare byte by byte (``COLLATE "C"``), as in SQLite, whatever the database's locale.
 
-Events are keyed by ``(session_id, seq)``: ``seq`` counts a session's events from 1, so two writers cannot
-interleave one session (the second insert of a ``seq`` fails). ``position`` is a global order assigned in
-commit order: an append takes the transaction-scoped advisory lock ``POSITION_LOCK`` before it draws the
-next value of ``event_position``, and PostgreSQL releases that lock only after the commit is visible, so a
-reader at position *p* can never later see a smaller one commit. (Positions may skip values: a refused
-insert burns the one it drew.) The event log refuses
-updates, deletes and truncation, and each insert notifies ``agentcell_events`` with ``session_id:seq``
-(delivered when the transaction commits).
+Events are keyed by ``(session_id, seq)``, with a global ``position`` in commit order (see
+:mod:`.pg_append` for how appends keep both). The event log refuses updates, deletes and truncation, and
+each insert notifies ``agentcell_events`` with ``session_id:seq`` (delivered when the transaction commits).
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""PostgreSQL URLs: telling one from a path, and keeping its password out of everything shown.
+"""PostgreSQL URLs and connections: telling a URL from a path, keeping its password out of everything shown,
+the connection settings agentcell adds, and which failures are worth retrying.
 
 The URL may carry a password (``postgresql://user:secret@host/db``, or ``?password=secret``). It is used to
 connect and for nothing else: what the store shows (its ``location``, error messages) is the URL without
@@ -8,9 +9,22 @@ the password, and every message that comes back from the driver is scrubbed of i
 from __future__ import annotations
 
 import hashlib
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode
 
-__all__ = ["DEFAULT_CONNECT_TIMEOUT", "is_postgres_url", "public_url", "scrub", "scrubber", "url_fingerprint"]
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT",
+    "conninfo",
+    "is_postgres_url",
+    "public_url",
+    "scrub",
+    "scrubber",
+    "transient",
+    "url_fingerprint",
+]
 
 DEFAULT_CONNECT_TIMEOUT = 10
 """Seconds a connection attempt may take when the URL does not say (libpq's default is to wait forever)."""
@@ -66,3 +80,26 @@ def scrub(text: str, secrets: tuple[str, ...]) -> str:
 def url_fingerprint(url: str) -> str:
     """A short name for the database, the same for every kernel that uses it (for local cache folders)."""
     return hashlib.sha256(public_url(url).encode()).hexdigest()[:16]
+
+
+def transient(exc: psycopg.Error) -> bool:
+    """The connection failed or the server is shutting down or starting: worth trying again."""
+    import psycopg
+
+    state = exc.sqlstate
+    return isinstance(exc, psycopg.OperationalError) and (
+        state is None or state.startswith("08") or (state.startswith("57P") and state != "57P04")
+    )
+
+
+def conninfo(url: str) -> str:
+    """The URL with agentcell's defaults for what it leaves unsaid (raises psycopg.ProgrammingError)."""
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    params = conninfo_to_dict(url)
+    extra: dict[str, Any] = {}
+    if "connect_timeout" not in params:
+        extra["connect_timeout"] = DEFAULT_CONNECT_TIMEOUT
+    if "application_name" not in params:
+        extra["application_name"] = "agentcell"
+    return make_conninfo(url, **extra)

@@ -26,7 +26,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 from psycopg_pool import ConnectionPool
 
 from ..errors import InvalidInputError, StoreError, StoreVersionError
@@ -35,11 +34,12 @@ from ..records.memory import MemoryNote, MemoryStore
 from ..records.session import SessionRecord
 from .base import EventRow
 from .follow import FOLLOW_BATCH, follow_log
+from .pg_append import APPEND_GUARDED, APPEND_LEASED
 from .pg_files import MAX_FILE_BYTES, PgFiles
 from .pg_follow import NotifyWakeups
-from .pg_lease import _HOLDER, LEASE_SECONDS, PgLease, PgLeases, driven_elsewhere
+from .pg_lease import LEASE_SECONDS, LIVE_HOLDER, OTHER_LIVE_HOLDER, PgLease, PgLeases, driven_elsewhere
 from .pg_schema import POSITION_LOCK, SCHEMA_DDL, SCHEMA_VERSION
-from .pg_url import DEFAULT_CONNECT_TIMEOUT, public_url, scrub, scrubber
+from .pg_url import DEFAULT_CONNECT_TIMEOUT, conninfo, public_url, scrub, scrubber, transient
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -57,55 +57,11 @@ RECONNECT_SECONDS = 30.0
 
 _DDL_LOCK = 0x6167656E7463656C  # "agentcel": serializes schema changes between kernels starting together
 
-_NEXT_POSITION = f"""(
-    SELECT nextval('agentcell.event_position')
-    FROM (SELECT pg_advisory_xact_lock({POSITION_LOCK})::text AS locked) AS l WHERE l.locked IS NOT NULL
-)"""
-"""The next global position, drawn under the position lock (the filter makes the lock come first)."""
-_APPEND_LEASED = f"""
-INSERT INTO agentcell.events (session_id, seq, position, id, type, body)
-VALUES (%s, %s, {_NEXT_POSITION}, %s, %s, %s)
-"""
-"""The append of a kernel whose lease is certainly live: nobody else can hold one, so no guard, and it
-knows the session's next seq."""
-_APPEND_GUARDED = f"""
-INSERT INTO agentcell.events (session_id, seq, position, id, type, body)
-SELECT %(session)s, COALESCE((SELECT max(seq) + 1 FROM agentcell.events WHERE session_id = %(session)s), 1),
-       {_NEXT_POSITION}, %(id)s, %(type)s, %(body)s
-WHERE NOT EXISTS (
-    SELECT 1 FROM agentcell.session_leases
-    WHERE session_id = %(session)s AND holder <> %(holder)s AND expires_at > now()
-)
-RETURNING seq
-"""
-"""Any other append: refused (no row) while another kernel holds a live lease; the next seq is read."""
 _DELETE_VALUE = "DELETE FROM agentcell.kv WHERE key = %s"
-_OTHER_HOLDER = (
-    "SELECT host, pid, expires_at FROM agentcell.session_leases "
-    "WHERE session_id = %s AND holder <> %s AND expires_at > now()"
-)
 
 
 class _IdTakenError(Exception):
     """An insert found its event id stored already: a retried append that had committed, or a real clash."""
-
-
-def _transient(exc: psycopg.Error) -> bool:
-    """The connection failed or the server is shutting down or starting: worth trying again."""
-    state = exc.sqlstate
-    return isinstance(exc, psycopg.OperationalError) and (
-        state is None or state.startswith("08") or (state.startswith("57P") and state != "57P04")
-    )
-
-
-def _conninfo(url: str) -> str:
-    params = conninfo_to_dict(url)
-    extra: dict[str, Any] = {}
-    if "connect_timeout" not in params:
-        extra["connect_timeout"] = DEFAULT_CONNECT_TIMEOUT
-    if "application_name" not in params:
-        extra["application_name"] = "agentcell"
-    return make_conninfo(url, **extra)
 
 
 class PostgresStore:
@@ -126,7 +82,7 @@ class PostgresStore:
         self._public = public_url(url)
         self._reconnect_seconds = reconnect_seconds
         try:
-            self._conninfo = _conninfo(url)
+            self._conninfo = conninfo(url)
         except psycopg.Error as exc:
             raise self._error("read the database URL", exc) from None
         try:
@@ -209,7 +165,7 @@ class PostgresStore:
                 with connect(max(0.1, deadline - time.monotonic())) as conn:
                     return work(conn)
             except psycopg.Error as exc:
-                if not _transient(exc) or time.monotonic() + delay > deadline:
+                if not transient(exc) or time.monotonic() + delay > deadline:
                     raise self._error(doing, exc) from None
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
@@ -306,7 +262,7 @@ class PostgresStore:
             with conn.transaction():
                 # A record changed under the kernel driving the session would be overwritten by its next
                 # update: settings change where the session is driven, like its events.
-                holder = conn.execute(_OTHER_HOLDER, (record.id, self._leases.holder)).fetchone()
+                holder = conn.execute(OTHER_LIVE_HOLDER, (record.id, self._leases.holder)).fetchone()
                 if holder is not None:
                     raise driven_elsewhere(record.id, (str(holder[0]), int(holder[1]), holder[2]))
                 conn.execute(
@@ -339,11 +295,11 @@ class PostgresStore:
         lease = self._leases.held(session_id) if seq is not None else None
         try:
             if lease is not None and lease.live():
-                conn.execute(_APPEND_LEASED, (session_id, seq, *row))
+                conn.execute(APPEND_LEASED, (session_id, seq, *row))
                 inserted: tuple[Any, ...] | None = (seq,)
             else:
                 params = {"session": session_id, "holder": self._leases.holder, **row._asdict()}
-                inserted = conn.execute(_APPEND_GUARDED, params).fetchone()
+                inserted = conn.execute(APPEND_GUARDED, params).fetchone()
         except psycopg.errors.UniqueViolation as exc:
             self._next_seq.pop(session_id, None)
             if exc.diag.constraint_name == "events_id_unique":
@@ -352,7 +308,7 @@ class PostgresStore:
             raise driven_elsewhere(session_id, None) from None
         if inserted is None:  # the guard found another kernel's live lease
             self._next_seq.pop(session_id, None)
-            holder = conn.execute(_HOLDER, (session_id,)).fetchone()
+            holder = conn.execute(LIVE_HOLDER, (session_id,)).fetchone()
             raise driven_elsewhere(session_id, (str(holder[0]), int(holder[1]), holder[2]) if holder else None)
         if session_id in self._next_seq:  # still held (a lost lease forgets it)
             self._next_seq[session_id] = int(inserted[0]) + 1
@@ -364,7 +320,7 @@ class PostgresStore:
         if seq is None or writer is None or writer.closed or lease is None or not lease.live():
             return False
         try:
-            writer.execute(_APPEND_LEASED, (session_id, seq, *row))
+            writer.execute(APPEND_LEASED, (session_id, seq, *row))
         except psycopg.Error:
             return False
         self._next_seq[session_id] = seq + 1
@@ -458,10 +414,6 @@ class PostgresStore:
         with self._append_lock:
             self._next_seq[session_id] = int(rows[0][0])
         return lease
-
-    @property
-    def lease_seconds(self) -> float:
-        return self._leases.seconds
 
     # ------------------------------------------------------------------------------------------ copying
 
