@@ -93,7 +93,9 @@ class FollowView:
 
     def _bundle(self) -> dict[str, str]:
         text = self._markdown()
-        return {"text/markdown": text, "text/plain": text}
+        # MathJax would typeset "turn $0.12 · session $3.40" as math (kernel-mechanics.md §9); escaping the
+        # dollars does not stop JupyterLab 4.6, which typesets the rendered text, but MathJax's ignore class does.
+        return {"text/markdown": f'<div class="mathjax_ignore">\n\n{text}\n\n</div>', "text/plain": text}
 
     def _schedule(self) -> None:
         if self._timer is not None:
