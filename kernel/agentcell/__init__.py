@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         ReplayMissError,
         ResourceMountError,
         SessionBusyError,
+        SessionDrivenElsewhereError,
         SessionNotFoundError,
         SessionTerminatedError,
         StoreError,
@@ -76,6 +77,7 @@ if TYPE_CHECKING:
     from .sessions import Session
     from .sessions_api import SessionsAPI
     from .store import SQLiteStore, Store
+    from .store.postgres import PostgresStore
     from .tools.approvals import ApprovalBroker
     from .tools.base import ToolCall, ToolResult
     from .tools.definition import ALLOW, Deny, ToolContext, ToolDefinition
@@ -125,6 +127,7 @@ _LAZY: dict[str, str] = {
     "OutsideWorkspaceError": ".errors",
     "PermissionPolicy": ".tools.permissions",
     "PermissionPreset": ".records.common",
+    "PostgresStore": ".store.postgres",
     "Provider": ".providers.base",
     "ProviderAuthError": ".errors",
     "ProviderConnectionError": ".errors",
@@ -144,6 +147,7 @@ _LAZY: dict[str, str] = {
     "ScriptedToolCall": ".providers.scripted",
     "Session": ".sessions",
     "SessionBusyError": ".errors",
+    "SessionDrivenElsewhereError": ".errors",
     "SessionNotFoundError": ".errors",
     "SessionRecord": ".records.session",
     "SessionStats": ".engine.stats",
@@ -246,6 +250,7 @@ __all__ = [
     "OutsideWorkspaceError",
     "PermissionPolicy",
     "PermissionPreset",
+    "PostgresStore",
     "Provider",
     "ProviderAuthError",
     "ProviderConnectionError",
@@ -265,6 +270,7 @@ __all__ = [
     "ScriptedToolCall",
     "Session",
     "SessionBusyError",
+    "SessionDrivenElsewhereError",
     "SessionNotFoundError",
     "SessionRecord",
     "SessionStats",

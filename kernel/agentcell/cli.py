@@ -1,5 +1,6 @@
 """The ``agentcell`` command: ``run`` a notebook headless, ``install`` the kernelspec, ``demo`` the engine,
-``acp`` serve it to an editor over the Agent Client Protocol.
+``acp`` serve it to an editor over the Agent Client Protocol, ``follow`` a session live, ``migrate`` a store
+into another.
 
 ``agentcell run NOTEBOOK`` replays the notebook's recording (``NAME.agentcell.jsonl``) when it has one, so
 it needs no key and gives the recorded transcript; ``--record`` runs live and re-records, ``--model`` runs
@@ -213,6 +214,72 @@ def _acp(args: argparse.Namespace) -> int:
     return serve(model=args.model, db=args.db)
 
 
+def _follow(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from . import Engine
+    from .errors import AgentCellError
+    from .following import print_follow
+
+    try:
+        with Engine(args.db or None) as engine:
+            if engine.store.get_session(args.session_id) is None:
+                print(f"agentcell follow: no session {args.session_id} in {engine.store.location}", file=sys.stderr)
+                return 2
+            print(f"following session {args.session_id} in {engine.store.location} (Ctrl-C stops)", file=sys.stderr)
+            follow = print_follow(
+                engine,
+                args.session_id,
+                everything=args.all,
+                until_idle=args.until_idle,
+                jsonl=args.jsonl,
+                out=sys.stdout,
+            )
+            asyncio.run(follow)
+    except KeyboardInterrupt:
+        return 0
+    except AgentCellError as exc:
+        print(f"agentcell follow: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _migrate(args: argparse.Namespace) -> int:
+    from . import Engine
+    from .errors import AgentCellError
+    from .migrate import migrate
+    from .store.pg_url import is_postgres_url
+
+    if not is_postgres_url(args.src) and not Path(args.src).is_file():
+        print(f"agentcell migrate: no database at {args.src}", file=sys.stderr)
+        return 2
+    try:
+        with Engine(args.src) as src, Engine(args.dst) as dst:
+            report = migrate(src, dst)
+    except AgentCellError as exc:
+        print(f"agentcell migrate: {exc}", file=sys.stderr)
+        return 2
+    for copy in report.sessions:
+        state = "copied" if copy.copied else "already there"
+        print(f"{copy.session_id}  {copy.events:>8,} events  sha256 {copy.checksum[:16]}  {state}")
+    copied = {
+        "agent versions": report.agent_versions,
+        "sessions": sum(c.copied for c in report.sessions),
+        "events": report.events,
+        "memory stores": report.memory_stores,
+        "notes": report.notes,
+        "uploads": report.uploads,
+        "settings": report.settings,
+    }
+    print(f"copied from {report.source} to {report.destination}:", file=sys.stderr)
+    print("  " + ", ".join(f"{what}: {count:,}" for what, count in copied.items()), file=sys.stderr)
+    print(
+        f"  checked: all {len(report.sessions)} sessions there have the same event ids, counts and checksums",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="agentcell", description="A Jupyter kernel where every cell is an agent turn."
@@ -247,6 +314,19 @@ def main(argv: list[str] | None = None) -> int:
     acp.add_argument("--model", help="model of new sessions (default: $AGENTCELL_MODEL, a key that is set, local)")
     acp.add_argument("--db", help="database file (default: $AGENTCELL_DB, else the one the kernel uses)")
     acp.set_defaults(run=_acp)
+
+    follow = commands.add_parser("follow", help="print a session's live transcript as its events commit")
+    follow.add_argument("session_id")
+    follow.add_argument("--db", help="database file or postgresql:// URL (default: $AGENTCELL_DB)")
+    follow.add_argument("--all", action="store_true", help="from the session's start, not its latest turn")
+    follow.add_argument("--until-idle", action="store_true", help="stop when the running turn ends")
+    follow.add_argument("--jsonl", action="store_true", help="print each event as one line of JSON")
+    follow.set_defaults(run=_follow)
+
+    copy = commands.add_parser("migrate", help="copy a whole store into another (SQLite <-> PostgreSQL)")
+    copy.add_argument("src", help="database file or postgresql:// URL to copy from")
+    copy.add_argument("dst", help="database file or postgresql:// URL to copy into")
+    copy.set_defaults(run=_migrate)
 
     args = parser.parse_args(argv)
     return int(args.run(args))

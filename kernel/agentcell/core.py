@@ -23,6 +23,7 @@ from .providers.registry import ProviderRegistry
 from .records.agent import Agent, McpServer
 from .sessions_api import SessionsAPI
 from .store.base import Store
+from .store.open import open_store, uploads_cache_dir
 from .store.sqlite import SQLiteStore
 from .tools.base import ToolHost
 from .tools.registry import default_registry
@@ -57,12 +58,15 @@ class Engine:
         advisors: Mapping[str, Sequence[str]] = DEFAULT_ADVISORS,
         data_dir: str | os.PathLike[str] | None = None,
     ) -> None:
-        """``advisors``: which advisor models an agent's model may consult (model pattern -> advisor
-        patterns, see ``agents.DEFAULT_ADVISORS``). ``data_dir``: where uploads live; by default next to
-        the database (``<db>.files/``). Memory stores live in the store itself."""
+        """``db``: a SQLite file, or a ``postgresql://`` URL of a database shared by a team (the
+        ``postgres`` extra); None: ``$AGENTCELL_DB``, else a file in the Jupyter data directory.
+        ``advisors``: which advisor models an agent's model may consult (model pattern -> advisor
+        patterns, see ``agents.DEFAULT_ADVISORS``). ``data_dir``: where uploads live with SQLite (by
+        default next to the database, ``<db>.files/``), or this kernel's copies of the uploads a database
+        keeps. Memory stores live in the store itself."""
         if store is not None and db is not None:
             raise ValueError("pass either a database path or a store, not both")
-        self.store: Store = store if store is not None else SQLiteStore(db)
+        self.store: Store = store if store is not None else open_store(db)
         self.providers = ProviderRegistry()
         register_builtin_providers(self.providers)
         for prefix, provider in (providers or {}).items():
@@ -74,16 +78,21 @@ class Engine:
         # The process-wide registry by default, so @agentcell.tool functions are offered at the next turn.
         self.tools: ToolHost = tools if tools is not None else default_registry()
         self.agents = AgentsAPI(self.store, advisors=advisors)
-        base = Path(self.store.location)
-        if data_dir is not None:
-            base = Path(data_dir) / base.name
-        self.files = FilesAPI(base.with_name(f"{base.stem}.files"))
-        """Uploaded files, mounted by sessions as ``{"type": "file", "file_id": ...}``."""
+        blobs = self.store.files
+        if blobs is not None:
+            cache = Path(data_dir) / "files" if data_dir is not None else uploads_cache_dir(self.store.location)
+            self.files = FilesAPI(cache, blobs=blobs)
+            """Uploaded files, mounted by sessions as ``{"type": "file", "file_id": ...}``."""
+        else:
+            base = Path(self.store.location)
+            if data_dir is not None:
+                base = Path(data_dir) / base.name
+            self.files = FilesAPI(base.with_name(f"{base.stem}.files"))
+            legacy = base.with_name(f"{base.stem}.memory.db")  # where memory lived before schema 2
+            if isinstance(self.store, SQLiteStore) and legacy.is_file():
+                self.store.import_memory(legacy)
         self.memory_stores = MemoryStoresAPI(self.store)
         """Memory stores, attached by sessions as ``{"type": "memory_store", "memory_store_id": ...}``."""
-        legacy = base.with_name(f"{base.stem}.memory.db")  # where memory lived before schema 2
-        if isinstance(self.store, SQLiteStore) and legacy.is_file():
-            self.store.import_memory(legacy)
         self.sessions = SessionsAPI(self)
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_lock = threading.Lock()

@@ -10,6 +10,7 @@ Every error agentcell raises derives from :class:`AgentCellError`::
     │   │   ├── AgentVersionNotFoundError
     │   │   └── SessionNotFoundError
     │   ├── SessionBusyError          a turn is already running in that session
+    │   │   └── SessionDrivenElsewhereError  another kernel holds the session's lease (a shared database)
     │   ├── SessionTerminatedError    the session was terminated and takes no more input
     │   ├── ResourceMountError        a session resource could not be mounted (clone, upload, path)
     │   ├── ToolRegistrationError     a tool, restriction or guard cannot be registered as asked
@@ -57,6 +58,7 @@ __all__ = [
     "ReplayMissError",
     "ResourceMountError",
     "SessionBusyError",
+    "SessionDrivenElsewhereError",
     "SessionNotFoundError",
     "SessionTerminatedError",
     "StoreError",
@@ -118,6 +120,18 @@ class SessionBusyError(UserError):
     """A turn is running; interrupt it or wait for it before sending another message."""
 
 
+class SessionDrivenElsewhereError(SessionBusyError):
+    """Another kernel is driving the session on a shared database (it holds the session's lease, or wrote
+    the event this one meant to write): read it or follow it from here, drive it there."""
+
+    def __init__(self, message: str, session_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.session_id))
+
+
 class SessionTerminatedError(UserError):
     """The session was terminated; create a new one."""
 
@@ -172,12 +186,15 @@ class TurnFailedError(TurnSignal):
 class StoreError(AgentCellError):
     """The event store cannot be opened or written."""
 
+    def _render_traceback_(self) -> list[str]:  # IPython: the message says what to do; agentcell's frames do not
+        return [f"{type(self).__name__}: {self}"]
+
 
 class StoreVersionError(StoreError):
     def __init__(self, path: str, found: int, supported: int) -> None:
         super().__init__(
             f"the database {path} has schema version {found}, newer than this agentcell supports "
-            f"({supported}); upgrade agentcell, or point AGENTCELL_DB at another file. "
+            f"({supported}); upgrade agentcell, or point AGENTCELL_DB at another database. "
             "The database was not modified."
         )
         self.path = path

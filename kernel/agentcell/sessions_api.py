@@ -1,15 +1,17 @@
-"""``engine.sessions``: creating, reopening and listing sessions (the handles live here, one per id)."""
+"""``engine.sessions``: creating, reopening, listing and following sessions (the handles live here, one per
+id)."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ._validation import check_metadata, validated
 from .engine.updates import check_title, parse_budget
 from .errors import SessionNotFoundError
+from .events import Event
 from .ids import new_id
 from .records.agent import Agent
 from .records.common import PermissionPreset, utc_now
@@ -92,3 +94,12 @@ class SessionsAPI:
     def list(self) -> list[Session]:
         """Every session, oldest first."""
         return [self.get(record.id) for record in self._engine.store.list_sessions()]
+
+    def follow(self, session_id: str, after: str | None = None) -> AsyncIterator[Event]:
+        """The session's durable events as they commit — whichever kernel or process drives it — from the
+        start (or after the event with id ``after``), in order and exactly once; the iterator ends after
+        ``session.status_terminated``, else runs until the caller stops. Woken by LISTEN/NOTIFY on
+        PostgreSQL; on SQLite it polls the file. Raises SessionNotFoundError at once for an unknown id."""
+        if self._engine.store.get_session(session_id) is None:
+            raise SessionNotFoundError(session_id)
+        return self._engine.store.follow(session_id, after_id=after)

@@ -35,6 +35,7 @@ from ..records.common import utc_now
 from ..records.session import SessionRecord
 from ..store.base import Store
 from ..usage import Budget, Usage
+from .deps import AgentSource
 from .history import HISTORY_EVENT_TYPES, History
 from .path import PATH_EVENT_TYPES, ActivePath, on_path
 
@@ -42,6 +43,8 @@ __all__ = ["Listener", "SessionLog"]
 
 E = TypeVar("E", bound=BaseModel)
 Listener = Callable[[StreamItem], None]
+
+_UNSEEN = "(not looked yet)"
 
 
 class SessionLog:
@@ -56,6 +59,8 @@ class SessionLog:
         self._lock = threading.Lock()
         self._steering: dict[str | None, list[list[ContentBlock]]] = {}
         """Per thread: guidance steered in and not yet given to the model."""
+        self._last_known: str | None = _UNSEEN
+        """The id of the newest event this log knows the store holds (see :meth:`catch_up`)."""
 
     # ------------------------------------------------------------------------------------------ the session
 
@@ -81,6 +86,21 @@ class SessionLog:
         self._record = record
         self._agent = agent
 
+    def catch_up(self, agents: AgentSource) -> None:
+        """On a shared database another kernel may have driven the session since this log last looked: when
+        the store's newest event is not the newest one known here, fold history and usage from the store
+        again and re-read the record (its agent version, its termination). One query when nothing changed."""
+        last = self.store.last_event(self.id, None)
+        last_id = last.id if last is not None else None
+        seen, self._last_known = self._last_known, last_id
+        if last_id == seen:
+            return
+        self._histories.clear()
+        self._usage = None
+        record = self.store.get_session(self.id)
+        if record is not None and record != self._record:
+            self.replace(record, agents.get(record.agent_id, record.agent_version))
+
     # ------------------------------------------------------------------------------------------ events
 
     def make(self, cls: type[E], **fields: Any) -> E:
@@ -92,6 +112,7 @@ class SessionLog:
         if not is_preview(item):
             event = cast(Event, item)
             self.store.append(event)
+            self._last_known = event.id
             history = self._histories.get(event.thread_id)
             if history is not None:
                 history.apply(event)

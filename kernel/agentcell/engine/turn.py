@@ -15,7 +15,7 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Literal, cast
 
-from ..errors import InvalidInputError, ResourceMountError, SessionBusyError
+from ..errors import InvalidInputError, ResourceMountError, SessionBusyError, SessionTerminatedError
 from ..events import (
     AgentCustomToolUse,
     AgentMessage,
@@ -42,6 +42,7 @@ from ..events import (
     UserInterrupt,
     is_preview,
 )
+from ..store.base import Lease
 from .advisor import advisor_tools
 from .deps import TurnDeps
 from .log import SessionLog
@@ -61,8 +62,10 @@ _END = object()
 class ActiveTurn:
     """A running turn: its task on its loop, the queue its caller reads, its threads and events so far."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, threads: ThreadManager) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, threads: ThreadManager, lease: Lease) -> None:
         self.loop = loop
+        self.lease = lease
+        """The session's lease in the store, held while the turn runs."""
         self.queue: asyncio.Queue[object] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None
         self.threads = threads
@@ -145,10 +148,21 @@ class TurnSupervisor:
                 raise SessionBusyError(
                     f"a turn is already running in session {self.log.id}; interrupt it or wait for it to finish"
                 )
-            turn = ActiveTurn(asyncio.get_running_loop(), ThreadManager(self.log, deps))
+            # One driver per session on a shared database: refused (SessionDrivenElsewhereError) while another
+            # kernel holds the lease; then catch up with whatever other kernels wrote before this turn.
+            lease = self.log.store.take_lease(self.log.id)
+            try:
+                self.log.catch_up(deps.agents)
+                if self.log.record.terminated_at is not None:
+                    raise SessionTerminatedError(f"session {self.log.id} was terminated; create a new session")
+            except BaseException:
+                lease.release()
+                raise
+            turn = ActiveTurn(asyncio.get_running_loop(), ThreadManager(self.log, deps), lease)
             self._turn = turn
         unsubscribe = self.log.subscribe(turn.see)
         turn.task = turn.loop.create_task(self._run(turn, opening, deps, unsubscribe, tool_choices))
+        turn.task.add_done_callback(lambda _: lease.release())  # also if the turn's own ending failed
         return turn
 
     async def _run(
@@ -208,6 +222,7 @@ class TurnSupervisor:
             self.last = TurnResult(stop_reason=stop, events=turn.events)
             with self._lock:
                 self._turn = None
+            turn.lease.release()  # after status_idle, before the caller hears the turn ended
             unsubscribe()
             turn.queue.put_nowait(_END)
 

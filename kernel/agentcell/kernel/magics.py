@@ -36,7 +36,8 @@ HELP: dict[str, str] = {
     "turn's first requests call these tools, one each, in order (helps small models)",
     "permissions": "%permissions [read-only | workspace-write | danger-full-access]  what tools may do unasked",
     "budget": "%budget [USD | off]  the session's maximum list cost",
-    "session": "%session [show | new | list | resume ID | title TEXT]  the notebook's session",
+    "session": "%session [show | new | list | resume ID | title TEXT | follow ID | follow stop]  the notebook's "
+    "session; follow: a read-only live view of a session another kernel drives",
     "agent": "%agent [show | pin VERSION | versions]  the agent and its pinned version",
     "mcp": "%mcp [list | add NAME -- COMMAND … | add NAME --url URL | remove NAME]  MCP servers",
     "usage": "%usage  tokens, list cost, budget and time of this session",
@@ -264,6 +265,11 @@ class AgentCellMagics(Magics):  # type: ignore[misc]  # IPython is untyped
             elif action == "resume" and len(args) == 2:
                 s = host.resume(args[1])
                 print(f"resumed session {s.id} ({host.engine.store.count_events(s.id)} events)")
+            elif action == "follow" and len(args) == 2:
+                from .follow_view import follow_session
+
+                if said := follow_session(host, args[1]):
+                    print(said)
             elif action == "title" and len(args) >= 2:
                 host.session.update(title=" ".join(args[1:]))
                 print(f"title: {host.session.title}")

@@ -1,33 +1,80 @@
 """The Store protocol: what the engine keeps, whatever keeps it.
 
 A store keeps agents and their versions, sessions, each session's append-only event log in order, memory
-stores and their notes, and a few settings. A session can be reopened from the store alone. A store knows
-rows, not providers: it imports records only.
+stores and their notes, and a few settings; a store on a server (PostgreSQL) keeps the uploaded files too.
+A session can be reopened from the store alone. A store knows rows, not providers: it imports records only.
+
+Several kernels may share one store. Any of them may read a session, follow its log as it commits
+(:meth:`Store.follow`) and copy it; one at a time drives it: a turn runs under the session's lease
+(:meth:`Store.take_lease`), and an append that would interleave with another kernel's is refused with
+:class:`~agentcell.errors.SessionDrivenElsewhereError`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 from ..records.session import SessionRecord
 
 if TYPE_CHECKING:
     from ..events import Event
     from ..records.agent import Agent
+    from ..records.files import StoredFile
     from ..records.memory import MemoryNote, MemoryStore
 
-__all__ = ["Store"]
+__all__ = ["EventRow", "FileBlobs", "Lease", "Store"]
+
+
+class EventRow(NamedTuple):
+    """An event as stored: its id, type and JSON body, unparsed (what a copy of a store moves verbatim)."""
+
+    id: str
+    type: str
+    body: str
+
+
+class Lease(Protocol):
+    """The right to drive one session, renewed by the store in the background until released."""
+
+    def release(self) -> None:
+        """Give the session up (idempotent); another kernel may take it at once."""
+
+
+class FileBlobs(Protocol):
+    """Uploaded files kept by the store itself, content included, each at most ``max_file_bytes``."""
+
+    @property
+    def max_file_bytes(self) -> int: ...
+
+    def put_file(self, file: StoredFile, content: bytes) -> None:
+        """Insert a new upload; an existing id is never overwritten."""
+
+    def get_file(self, file_id: str) -> StoredFile | None: ...
+
+    def file_content(self, file_id: str) -> bytes | None: ...
+
+    def list_files(self) -> list[StoredFile]:
+        """Every upload, by id (ids sort by creation time)."""
+
+    def delete_file(self, file_id: str) -> bool:
+        """Remove an upload; False when there was none."""
 
 
 @runtime_checkable
 class Store(Protocol):
     @property
-    def location(self) -> str: ...
+    def location(self) -> str:
+        """Where the store is, fit to show: a file path, or a URL without its password."""
+
+    @property
+    def files(self) -> FileBlobs | None:
+        """The uploads the store keeps itself; None when they live in a folder beside it (SQLite)."""
 
     # agents
     def put_agent_version(self, agent: Agent) -> None:
-        """Insert a new version; an existing (id, version) is never overwritten."""
+        """Insert a new version; an existing (id, version) is never overwritten (the same one again is no
+        change)."""
 
     def get_agent_version(self, agent_id: str, version: int | None) -> Agent | None:
         """The given version, or the latest when ``version`` is None."""
@@ -58,6 +105,23 @@ class Store(Protocol):
 
     def count_events(self, session_id: str) -> int: ...
 
+    def follow(self, session_id: str, *, after_id: str | None = None) -> AsyncIterator[Event]:
+        """The session's events from the start (or after ``after_id``), then each one as it commits, from
+        any process, exactly once and in order; ends after ``session.status_terminated``. Raises
+        InvalidInputError when ``after_id`` is not an event of the session."""
+
+    # driving a session
+    def take_lease(self, session_id: str) -> Lease:
+        """Become the one kernel driving the session until ``release()``; raises
+        SessionDrivenElsewhereError while another live kernel holds it."""
+
+    # copying a whole store (agentcell migrate)
+    def event_rows(self, session_id: str) -> list[EventRow]:
+        """The session's events as stored, in order."""
+
+    def put_event_rows(self, session_id: str, rows: Sequence[EventRow]) -> None:
+        """Append stored events verbatim, in order, in one transaction."""
+
     # memory stores
     def put_memory_store(self, store: MemoryStore) -> None:
         """Insert a new memory store."""
@@ -82,5 +146,8 @@ class Store(Protocol):
     def get_value(self, key: str) -> str | None: ...
 
     def set_value(self, key: str, value: str | None) -> None: ...
+
+    def list_values(self) -> dict[str, str]:
+        """Every setting, by key."""
 
     def close(self) -> None: ...

@@ -7,6 +7,10 @@ append-only, enforced by triggers. Only two indexes (by id, and by session in or
 costs about a third of the append rate, and lookups by type are rare and read recent rows.
 ``PRAGMA user_version`` holds the schema version, and a database written by a newer agentcell is refused
 before anything touches it.
+
+SQLite is the store of one person: uploads live in a folder beside the file (``store.files`` is None), the
+lease a turn takes is a no-op (two notebooks of one person driving the same session at once is not the
+case it serves), and a follower in another process polls the file every ``POLL_SECONDS``.
 """
 
 from __future__ import annotations
@@ -15,15 +19,18 @@ import os
 import sqlite3
 import sys
 import threading
-from collections.abc import Collection, Iterator
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import StoreError, StoreVersionError
+from ..errors import InvalidInputError, StoreError, StoreVersionError
 from ..events import event_adapter
 from ..records.memory import MemoryNote, MemoryStore
 from ..records.session import SessionRecord
+from .base import EventRow
+from .follow import FOLLOW_BATCH, PollWakeups, follow_log
+from .pg_url import is_postgres_url
 
 if TYPE_CHECKING:
     from ..events import Event
@@ -95,6 +102,8 @@ def _jupyter_data_dir() -> Path:
 def default_db_path() -> Path:
     """``$AGENTCELL_DB``, else ``<jupyter data dir>/agentcell/agentcell.db``."""
     if env := os.environ.get("AGENTCELL_DB"):
+        if is_postgres_url(env):
+            raise StoreError("AGENTCELL_DB names a PostgreSQL database, not a file; open it with Engine()")
         return Path(env).expanduser()
     return _jupyter_data_dir() / "agentcell" / "agentcell.db"
 
@@ -146,6 +155,11 @@ class SQLiteStore:
     def location(self) -> str:
         return str(self._path)
 
+    @property
+    def files(self) -> None:
+        """Uploads live in a folder beside the file (``engine.files``), not in it."""
+        return None
+
     class _Tx:
         def __init__(self, store: SQLiteStore) -> None:
             self.store = store
@@ -187,13 +201,19 @@ class SQLiteStore:
     # ------------------------------------------------------------------------------------------ agents
 
     def put_agent_version(self, agent: Agent) -> None:
+        body = agent.model_dump_json()
         try:
             with self._transaction() as conn:
                 conn.execute(
                     "INSERT INTO agent_versions (agent_id, version, body) VALUES (?, ?, ?)",
-                    (agent.id, agent.version, agent.model_dump_json()),
+                    (agent.id, agent.version, body),
                 )
         except sqlite3.IntegrityError as exc:
+            stored = self._query(
+                "SELECT body FROM agent_versions WHERE agent_id = ? AND version = ?", (agent.id, agent.version)
+            )
+            if stored and stored[0][0] == body:  # the very same version again: nothing to change
+                return
             raise StoreError(
                 f"agent {agent.id} version {agent.version} already exists; versions are immutable"
             ) from exc
@@ -296,6 +316,42 @@ class SQLiteStore:
     def count_events(self, session_id: str) -> int:
         return int(self._query("SELECT COUNT(*) FROM events WHERE session_id = ?", (session_id,))[0][0])
 
+    def follow(self, session_id: str, *, after_id: str | None = None) -> AsyncIterator[Event]:
+        start = 0
+        if after_id is not None:
+            rows = self._query("SELECT seq FROM events WHERE session_id = ? AND id = ?", (session_id, after_id))
+            if not rows:
+                raise InvalidInputError(f"no event {after_id!r} in session {session_id}; follow from an event of it")
+            start = int(rows[0][0])
+        return follow_log(lambda seq: self._rows_after(session_id, seq), PollWakeups(), start)
+
+    def _rows_after(self, session_id: str, seq: int) -> list[tuple[int, Event]]:
+        # seq is global in this file, not per session: still the session's order, which is all a follower keeps.
+        rows = self._query(
+            "SELECT seq, body FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (session_id, seq, FOLLOW_BATCH),
+        )
+        return [(int(s), event_adapter.validate_json(body)) for s, body in rows]
+
+    # ------------------------------------------------------------------------------------------ driving
+
+    def take_lease(self, session_id: str) -> _NoLease:
+        del session_id
+        return _NoLease()
+
+    # ------------------------------------------------------------------------------------------ copying
+
+    def event_rows(self, session_id: str) -> list[EventRow]:
+        rows = self._query("SELECT id, type, body FROM events WHERE session_id = ? ORDER BY seq", (session_id,))
+        return [EventRow(*row) for row in rows]
+
+    def put_event_rows(self, session_id: str, rows: Sequence[EventRow]) -> None:
+        with self._transaction() as conn:
+            conn.executemany(
+                "INSERT INTO events (id, session_id, type, body) VALUES (?, ?, ?, ?)",
+                [(row.id, session_id, row.type, row.body) for row in rows],
+            )
+
     # ------------------------------------------------------------------------------------------ memory
 
     def put_memory_store(self, store: MemoryStore) -> None:
@@ -374,6 +430,14 @@ class SQLiteStore:
                     "INSERT INTO kv (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     (key, value),
                 )
+
+    def list_values(self) -> dict[str, str]:
+        return {str(row[0]): str(row[1]) for row in self._query("SELECT key, value FROM kv ORDER BY key")}
+
+
+class _NoLease:
+    def release(self) -> None:
+        return None
 
 
 def _memory_store(row: tuple[str, ...]) -> MemoryStore:
