@@ -117,8 +117,8 @@ async def test_threads_run_concurrently_with_results_routed_and_time_counted_onc
         if request.system == "worker A":
             assert "B met" not in prompt_text(request) and "task 1" not in prompt_text(request)
 
-    # Active time: the threads overlapped (both were inside the rendezvous at once), and the session
-    # counts that time once: its active time is the primary thread's, not the sum of all three.
+    # The threads overlapped (both were inside the rendezvous at once): the runtime counts that time once
+    # (the primary thread's), the active time sums all three threads' own (seed 002).
     stored = session.events()
     spans: dict[str | None, list[float]] = {}
     for e in stored:
@@ -128,8 +128,8 @@ async def test_threads_run_concurrently_with_results_routed_and_time_counted_onc
     (a_start, a_end), (b_start, b_end) = (spans[t] for t in threads)
     assert max(a_start, b_start) < min(a_end, b_end)
     primary = spans[None][1] - spans[None][0]
-    assert session.stats.active_seconds == pytest.approx(primary, abs=1e-6)
-    assert session.stats.active_seconds < primary + (a_end - a_start) + (b_end - b_start)
+    assert session.stats.runtime_seconds == pytest.approx(primary, abs=1e-6)
+    assert session.stats.active_seconds == pytest.approx(primary + (a_end - a_start) + (b_end - b_start), abs=1e-6)
 
     # Usage is the session's, and each thread's own is reported on its idle status and in session.threads.
     infos = session.threads
@@ -257,7 +257,9 @@ async def test_only_a_coordinator_gets_the_thread_tools(db_path: Path, workspace
     await engine.aclose()
 
 
-def test_session_stats_count_thread_time_with_overlaps_once(db_path: Path, workspace: Path) -> None:
+def test_session_stats_count_runtime_with_overlaps_once_and_active_time_per_thread(
+    db_path: Path, workspace: Path
+) -> None:
     # A log where a thread ran past the primary thread's idle: its status events count, overlaps once.
     from datetime import UTC, datetime, timedelta
 
@@ -273,7 +275,8 @@ def test_session_stats_count_thread_time_with_overlaps_once(db_path: Path, works
         extra = {"stop_reason": ev.EndTurn()} if kind in (ev.SessionStatusIdle, ev.SessionThreadStatusIdle) else {}
         when = t0 + timedelta(seconds=second)
         session.emit(kind(id=new_id("sevt"), created_at=when, session_id=session.id, thread_id=thread, **extra))
-    assert session.stats.active_seconds == pytest.approx(7.0)
+    assert session.stats.runtime_seconds == pytest.approx(7.0)
+    assert session.stats.active_seconds == pytest.approx(4 + 4 + 5)
     engine.close()
 
 

@@ -1,4 +1,4 @@
-"""Active time counts overlapping threads once; duration runs from creation."""
+"""Runtime counts overlapping threads once, active time sums each thread's; duration runs from creation."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Literal
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agentcell.engine.stats import Transition, active_seconds
+from agentcell.engine.stats import Transition, runtime_seconds, thread_seconds
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -26,15 +26,15 @@ def test_overlapping_threads_count_once() -> None:
         (at(10), "thread_b", "running"),
         (at(11), "thread_b", "idle"),
     ]
-    assert active_seconds(transitions, at(100)) == 9.0  # [0, 8] and [10, 11]
+    assert runtime_seconds(transitions, at(100)) == 9.0  # [0, 8] and [10, 11]
 
 
 def test_a_thread_still_running_counts_until_the_end() -> None:
-    assert active_seconds([(at(0), None, "running"), (at(3), None, "idle"), (at(4), None, "running")], at(10)) == 9.0
+    assert runtime_seconds([(at(0), None, "running"), (at(3), None, "idle"), (at(4), None, "running")], at(10)) == 9.0
 
 
 def test_an_idle_without_running_is_ignored() -> None:
-    assert active_seconds([(at(1), "x", "idle"), (at(2), None, "running"), (at(3), None, "idle")], at(9)) == 1.0
+    assert runtime_seconds([(at(1), "x", "idle"), (at(2), None, "running"), (at(3), None, "idle")], at(9)) == 1.0
 
 
 intervals = st.lists(
@@ -57,4 +57,19 @@ def test_matches_the_union_of_intervals(spans: list[tuple[str | None, int, int]]
         transitions += [(at(start), thread, running), (at(end), thread, idle)]
         covered.update(range(start, end))
     transitions.sort(key=lambda t: (t[0], t[2] == "running"))  # at equal times stop before start
-    assert active_seconds(transitions, at(1000)) == len(covered)
+    assert runtime_seconds(transitions, at(1000)) == len(covered)
+
+
+def test_active_time_sums_each_threads_own_running_time() -> None:
+    """Seed 002: active_seconds sums each thread's own active time (runtime_seconds counts overlaps once)."""
+    transitions: list[Transition] = [
+        (at(0), None, "running"),
+        (at(0.1), "thread_a", "running"),
+        (at(0.1), "thread_b", "running"),
+        (at(1.1), "thread_a", "idle"),
+        (at(1.1), "thread_b", "idle"),
+        (at(1.2), None, "idle"),
+    ]
+    assert thread_seconds(transitions, at(100)) == 3.2  # 1.2 + 1 + 1
+    assert runtime_seconds(transitions, at(100)) == 1.2
+    assert thread_seconds([(at(0), "a", "running")], at(4)) == 4.0  # still running: counted to the end

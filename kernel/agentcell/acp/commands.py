@@ -94,7 +94,8 @@ def _usage(session: Session) -> str:
     if session.budget is not None:
         left = session.budget.remaining(u.list_cost)
         rows.append(("budget", f"{format_usd(session.budget.max_list_cost)} ({format_usd(left)} left)"))
-    rows += [("active time", f"{stats.active_seconds:.1f} s"), ("model", session.agent.model.id)]
+    rows += [("active time", f"{stats.active_seconds:.1f} s"), ("runtime", f"{stats.runtime_seconds:.1f} s")]
+    rows += [("model", session.agent.model.id)]
     return f"**Usage of session `{session.id}`**\n\n| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
 
 

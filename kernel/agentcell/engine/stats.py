@@ -1,4 +1,9 @@
-"""Session time accounting from status events."""
+"""Session time accounting from status events.
+
+Two figures, as seed 002 defines them: ``active_seconds`` is the time the session spent running, summing
+each thread's own running time (the primary thread's ``session.status_running``/``_idle``, each spawned
+thread's ``session.thread_status_running``/``_idle``); ``runtime_seconds`` is the time during which at least
+one thread was running, overlaps counted once — the duration a session's runtime cost is priced on."""
 
 from __future__ import annotations
 
@@ -11,12 +16,12 @@ from ..events import SessionStatusIdle, SessionStatusRunning, SessionThreadStatu
 from ..records.common import utc_now
 from .log import SessionLog
 
-__all__ = ["SessionStats", "Transition", "active_seconds", "session_stats"]
+__all__ = ["SessionStats", "Transition", "runtime_seconds", "session_stats", "thread_seconds"]
 
 Transition = tuple[datetime, str | None, Literal["running", "idle"]]
 
 
-def active_seconds(transitions: Iterable[Transition], end: datetime) -> float:
+def runtime_seconds(transitions: Iterable[Transition], end: datetime) -> float:
     """Seconds during which at least one thread was running; overlapping threads count once.
 
     ``transitions`` are (time, thread_id, running|idle) in time order. A thread still running at the end is
@@ -40,12 +45,28 @@ def active_seconds(transitions: Iterable[Transition], end: datetime) -> float:
     return total
 
 
+def thread_seconds(transitions: Iterable[Transition], end: datetime) -> float:
+    """Seconds each thread spent running, summed over the threads (a thread still running counts up to
+    ``end``)."""
+    since: dict[str | None, datetime] = {}
+    total = 0.0
+    for at, thread, state in transitions:
+        if state == "running":
+            since.setdefault(thread, at)
+        elif thread in since:
+            total += (at - since.pop(thread)).total_seconds()
+    return total + sum(max(0.0, (end - started).total_seconds()) for started in since.values())
+
+
 @dataclass(frozen=True, slots=True)
 class SessionStats:
     duration_seconds: float
     """Since creation; frozen at termination."""
     active_seconds: float
-    """While at least one thread was running; overlapping threads count once."""
+    """Time spent running, each thread's own running time summed (two threads running for a second add
+    two seconds)."""
+    runtime_seconds: float
+    """Time during which at least one thread was running, overlaps counted once: what runtime is priced on."""
 
 
 _STATUS_TYPES = (
@@ -76,5 +97,6 @@ def session_stats(log: SessionLog, *, running: bool) -> SessionStats:
     active_end = now if running else min(end, max(last_seen, last_event_time))
     return SessionStats(
         duration_seconds=max(0.0, (end - record.created_at).total_seconds()),
-        active_seconds=active_seconds(transitions, active_end),
+        active_seconds=thread_seconds(transitions, active_end),
+        runtime_seconds=runtime_seconds(transitions, active_end),
     )
