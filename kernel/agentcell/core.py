@@ -98,16 +98,19 @@ class Engine:
         self._sync_lock = threading.Lock()
         self._closing: asyncio.Task[None] | None = None
         self._mcp: dict[str, tuple[list[McpServer], McpTools]] = {}
-        """Per agent id: the servers running for it. The scope is the agent id, so sessions share them."""
+        """Per tool scope: the servers running for it. The scope is the agent id, so sessions share them,
+        unless a session replaced the agent's servers for itself."""
 
-    async def ensure_mcp(self, agent: Agent) -> list[McpServerStatus]:
-        """Start the agent's MCP servers (once per agent and server list) and register their tools in its
-        scope; returns the status of servers that just started. Servers of an earlier version stop."""
-        current = self._mcp.get(agent.id)
+    async def ensure_mcp(self, agent: Agent, scope: str | None = None) -> list[McpServerStatus]:
+        """Start the agent's MCP servers (once per tool scope and server list: the agent's id, or a session's
+        own scope when it replaced the servers) and register their tools in that scope; returns the status
+        of servers that just started. Servers of an earlier list stop."""
+        scope = scope or agent.id
+        current = self._mcp.get(scope)
         if current is not None and current[0] == agent.mcp_servers:
             return []
         if current is not None:
-            del self._mcp[agent.id]
+            del self._mcp[scope]
             await current[1].stop()
         if not agent.mcp_servers:
             return []
@@ -116,8 +119,8 @@ class Engine:
 
         if not isinstance(self.tools, ToolRegistry):
             raise ConfigurationError("MCP servers need the engine's tools to be a ToolRegistry")
-        tools = McpTools(self.tools, agent.mcp_servers, scope=agent.id)
-        self._mcp[agent.id] = (list(agent.mcp_servers), tools)
+        tools = McpTools(self.tools, agent.mcp_servers, scope=scope)
+        self._mcp[scope] = (list(agent.mcp_servers), tools)
         return await tools.start()
 
     async def _stop_mcp(self) -> None:

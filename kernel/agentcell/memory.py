@@ -127,9 +127,9 @@ class MemoryStoresAPI:
                     raise InvalidInputError(f"the memory store {resource.memory_store_id} is attached twice")
                 seen.add(resource.memory_store_id)
 
-    def attach(self, session_id: str, agent_id: str, resources: Sequence[Resource], host: object) -> None:
-        """Give the session's agent the memory tools (in its scope of ``host``) and remember which stores
-        the session attached."""
+    def attach(self, session_id: str, scope: str, resources: Sequence[Resource], host: object) -> None:
+        """Give the session's agent the memory tools (in its tool ``scope`` of ``host``) and remember which
+        stores the session attached."""
         attached = [r for r in resources if isinstance(r, MemoryStoreResource)]
         if not attached:
             return
@@ -139,19 +139,19 @@ class MemoryStoresAPI:
             raise ConfigurationError("memory stores need the engine's tools to be a ToolRegistry")
         with self._lock:
             self._attached[session_id] = attached
-            if agent_id not in self._registered:
-                self._registered[agent_id] = host.register_all(self._definitions, scope=agent_id)
+            if scope not in self._registered:
+                self._registered[scope] = host.register_all(self._definitions, scope=scope)
 
     def attached(self, session_id: str) -> Sequence[MemoryStoreResource]:
         return self._attached.get(session_id, [])
 
     def visible(
-        self, session_id: str, owner_agent_id: str, agent_id: str, schemas: builtins.list[ToolSchema], host: object
+        self, session_id: str, owner_scope: str, scope: str, schemas: builtins.list[ToolSchema], host: object
     ) -> builtins.list[ToolSchema]:
         """Hide the memory tools from a thread that has no store: another session of the same agent may have
-        registered them in the agent's scope, and spawned threads run on other agents. ``owner_agent_id`` is
-        the session's own agent; ``agent_id`` the one the thread runs."""
-        if agent_id == owner_agent_id and self._attached.get(session_id):
+        registered them in the agent's scope, and spawned threads run on other agents. ``owner_scope`` is
+        the session's own tool scope; ``scope`` the one the thread's calls are made in."""
+        if scope == owner_scope and self._attached.get(session_id):
             return schemas
         get = getattr(host, "get", None)
         if get is None:
@@ -159,7 +159,7 @@ class MemoryStoresAPI:
         return [
             s
             for s in schemas
-            if s.name not in MEMORY_TOOL_NAMES or not any(get(s.name, agent_id) is d for d in self._definitions)
+            if s.name not in MEMORY_TOOL_NAMES or not any(get(s.name, scope) is d for d in self._definitions)
         ]
 
     def section(self, session_id: str) -> str | None:

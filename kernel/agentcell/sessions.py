@@ -35,7 +35,7 @@ from .engine.turn import TurnSupervisor
 from .engine.updates import apply_update, terminate
 from .errors import SessionBusyError, SessionTerminatedError
 from .events import ContentBlock, Event, FileRubric, Outcome, StreamItem, TextRubric, UserToolConfirmation
-from .records.agent import Agent
+from .records.agent import Agent, materialize
 from .records.common import UNSET, PermissionPreset, Unset
 from .records.session import SessionRecord
 from .tools.approvals import ApprovalAnswer, ApprovalBroker
@@ -62,9 +62,9 @@ class Session:
 
     def __init__(self, engine: Engine, record: SessionRecord) -> None:
         self._engine = engine
-        self._log = SessionLog(engine.store, record, engine.agents.get(record.agent_id, record.agent_version))
+        pinned = engine.agents.get(record.agent_id, record.agent_version)
+        self._log = SessionLog(engine.store, record, materialize(pinned, record.agent_overrides))
         self._turns = TurnSupervisor(self._log)
-        engine.memory_stores.attach(record.id, record.agent_id, record.resources, engine.tools)
         self.approver: Approver | None = None
         """Asked when a tool needs the user's approval. None (a script with no UI): the preset decides,
         and a call that needs asking is refused. A host that can show approvals sets
@@ -74,6 +74,8 @@ class Session:
 
     def _deps(self) -> TurnDeps:
         engine = self._engine
+        log = self._log
+        engine.memory_stores.attach(self.id, log.tool_scope, log.record.resources, engine.tools)
         return TurnDeps(
             providers=engine.providers,
             tools=engine.tools,
@@ -301,9 +303,12 @@ class Session:
         budget: str | int | Decimal | Budget | Unset | None = UNSET,
         agent_version: int | Unset = UNSET,
         permissions: PermissionPreset | Unset = UNSET,
+        tools: list[Any] | Unset = UNSET,
+        mcp_servers: list[Any] | Unset = UNSET,
     ) -> Session:
-        """Change the title, metadata, budget, permission preset or pinned agent version; emits
-        ``session.updated`` with what changed."""
+        """Change the title, metadata, budget, permission preset or pinned agent version, or replace the
+        session's tools or MCP servers (omit keeps, ``[]`` clears); emits ``session.updated`` with what
+        changed (for tools and MCP servers, the full materialised agent)."""
         if self.status == "terminated":
             raise SessionTerminatedError(f"session {self.id} was terminated; it cannot be updated")
         apply_update(
@@ -314,6 +319,8 @@ class Session:
             budget=budget,
             agent_version=agent_version,
             permissions=permissions,
+            tools=tools,
+            mcp_servers=mcp_servers,
         )
         return self
 

@@ -9,14 +9,14 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ._validation import check_metadata, validated
-from .engine.updates import check_title, parse_budget
+from .engine.updates import check_title, parse_budget, resolve_multiagent
 from .errors import SessionNotFoundError
 from .events import Event
 from .ids import new_id
-from .records.agent import Agent
+from .records.agent import Agent, check_overrides, materialize
 from .records.common import PermissionPreset, utc_now
 from .records.resources import Resource
-from .records.session import SessionRecord
+from .records.session import Principal, SessionRecord
 from .sessions import Session
 from .usage import Budget
 
@@ -45,15 +45,23 @@ class SessionsAPI:
         resources: Sequence[Resource | dict[str, Any]] = (),
         max_turns: int = 25,
         permissions: PermissionPreset = "workspace-write",
+        principal: Principal | dict[str, Any] | None = None,
     ) -> Session:
-        """Start a session on ``agent`` (an id: its latest version, unless ``version`` pins one)."""
+        """Start a session on ``agent``: an id (its latest version, unless ``version`` pins one), an agent,
+        or ``{"id", "version"?, "model"?, "system"?, "tools"?, "mcp_servers"?, "skills"?}`` whose other
+        keys replace the agent's fields for this session only. ``principal`` is whom its runs act for (a
+        service account unless named)."""
+        overrides: dict[str, Any] = {}
         if isinstance(agent, Agent):
-            agent_id, version = agent.id, version or agent.version
+            agent_id, version = agent.id, agent.version if version is None else version
         elif isinstance(agent, dict):
-            agent_id, version = str(agent.get("id", "")), agent.get("version", version)
+            fields = dict(agent)
+            agent_id, version = str(fields.pop("id", "")), fields.pop("version", version)
+            overrides = fields
         else:
             agent_id = agent
         pinned = self._engine.agents.get(agent_id, version)
+        overrides = check_overrides(pinned, overrides)
         check_title(title)
         record = validated(
             SessionRecord,
@@ -67,6 +75,9 @@ class SessionsAPI:
                 "resources": list(resources),
                 "max_turns": max_turns,
                 "permissions": permissions,
+                "agent_overrides": overrides,
+                "principal": principal or Principal(),
+                "multiagent": resolve_multiagent(materialize(pinned, overrides), self._engine.agents),
                 "created_at": utc_now(),
             },
             "session",

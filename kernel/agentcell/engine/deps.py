@@ -41,7 +41,7 @@ class MemoryView(Protocol):
         """The system prompt's memory section for the session; None when it attached no store."""
 
     def visible(
-        self, session_id: str, owner_agent_id: str, agent_id: str, schemas: list[ToolSchema], host: object
+        self, session_id: str, owner_scope: str, scope: str, schemas: list[ToolSchema], host: object
     ) -> list[ToolSchema]:
         """``schemas`` without the memory tools a thread of the session may not use."""
 
@@ -57,8 +57,9 @@ class TurnDeps:
     files: FileSource
     workspace: Path
     """Where the session's tools work and its resources are mounted."""
-    start_mcp: Callable[[Agent], Awaitable[Sequence[McpServerStatus]]]
-    """Starts the agent's MCP servers (once) and returns the status of those that just started."""
+    start_mcp: Callable[[Agent, str], Awaitable[Sequence[McpServerStatus]]]
+    """Starts the agent's MCP servers in a tool scope (once) and returns the status of those that just
+    started."""
 
     def resolve_model(self, model: ModelConfig) -> ResolvedModel:
         return self.providers.resolve(model)

@@ -30,7 +30,7 @@ from ..events import (
     is_preview,
 )
 from ..ids import new_id
-from ..records.agent import Agent
+from ..records.agent import Agent, materialize
 from ..records.common import utc_now
 from ..records.session import SessionRecord
 from ..store.base import Store
@@ -81,6 +81,14 @@ class SessionLog:
     def budget(self) -> Budget | None:
         return self._record.budget
 
+    @property
+    def tool_scope(self) -> str:
+        """Where the session's agent's tools are registered: the agent's id, shared by its sessions, unless
+        this session replaced the agent's MCP servers for itself (their tools are then its own)."""
+        if "mcp_servers" in self._record.agent_overrides:
+            return f"{self._agent.id}/{self.id}"
+        return self._agent.id
+
     def replace(self, record: SessionRecord, agent: Agent) -> None:
         """The session was updated (its record stored): work on the new record and pinned agent."""
         self._record = record
@@ -99,7 +107,7 @@ class SessionLog:
         self._usage = None
         record = self.store.get_session(self.id)
         if record is not None and record != self._record:
-            self.replace(record, agents.get(record.agent_id, record.agent_version))
+            self.replace(record, materialize(agents.get(record.agent_id, record.agent_version), record.agent_overrides))
 
     # ------------------------------------------------------------------------------------------ events
 

@@ -73,13 +73,13 @@ def system_prompt(log: SessionLog, deps: TurnDeps, agent: Agent, *, primary: boo
 
 
 def offered_tools(
-    log: SessionLog, deps: TurnDeps, agent: Agent, *, thread_id: str | None, own: Sequence[SessionTool]
+    log: SessionLog, deps: TurnDeps, agent: Agent, *, scope: str, thread_id: str | None, own: Sequence[SessionTool]
 ) -> list[ToolSchema]:
     """The tools the model sees. Custom tools only in the primary thread (a spawned thread has no client to
     answer them); the engine's own tools take precedence over a host tool of the same name."""
     own_names = {t.schema.name for t in own}
-    host_schemas = deps.tools.schemas(agent.id)
-    schemas = deps.memory.visible(log.id, log.agent.id, agent.id, host_schemas, deps.tools)
+    host_schemas = deps.tools.schemas(scope)
+    schemas = deps.memory.visible(log.id, log.tool_scope, scope, host_schemas, deps.tools)
     for spec in agent.tools:
         if isinstance(spec, ToolFilter):
             allow = set(spec.allow) if spec.allow is not None else None

@@ -98,6 +98,11 @@ class TurnRunner:
         self._custom_pending: list[str] = []
 
     @property
+    def scope(self) -> str:
+        """The tool scope calls are made in: the session's for its own agent, else the thread's agent's."""
+        return self._agent.id if self._agent is not None else self.log.tool_scope
+
+    @property
     def agent(self) -> Agent:
         return self._agent if self._agent is not None else self.log.agent
 
@@ -158,9 +163,8 @@ class TurnRunner:
             self.log.emit(self.log.make(UserMessage, thread_id=self.thread_id, content=blocks, steered=True))
 
     def offered_tools(self, agent: Agent) -> list[ToolSchema]:
-        return offered_tools(
-            self.log, self.deps, agent, thread_id=self.thread_id, own=list(self._session_tools.values())
-        )
+        own = list(self._session_tools.values())
+        return offered_tools(self.log, self.deps, agent, scope=self.scope, thread_id=self.thread_id, own=own)
 
     def _settings(self, settings: ModelSettings) -> ModelSettings:
         if not self._tool_choices:
@@ -300,7 +304,7 @@ class TurnRunner:
             call_id=call_id,
             name=name,
             input=tool_input,
-            scope=self.agent.id,
+            scope=self.scope,
             session_id=self.log.id,
             thread_id=self.thread_id,
             preset=self.log.record.permissions,

@@ -45,14 +45,16 @@ from ..events import (
 )
 from ..ids import new_id
 from ..providers.base import ToolSchema
-from ..records.agent import Agent, MultiAgent
+from ..records.agent import Agent
 from ..records.common import utc_now
+from ..records.session import ResolvedMultiAgent
 from ..tools.base import ToolCall, ToolResult
 from ..usage import Usage
 from .deps import TurnDeps
 from .log import SessionLog
 from .request import SessionTool
 from .runner import TurnRunner
+from .updates import resolve_multiagent
 
 __all__ = ["ThreadInfo", "ThreadManager", "thread_infos"]
 
@@ -94,11 +96,15 @@ class ThreadManager:
     # ------------------------------------------------------------------------------------------ tools
 
     def tools(self, agent: Agent) -> list[SessionTool]:
-        """The spawn and wait tools, when the agent may spawn threads."""
-        settings = agent.multiagent
+        """The spawn and wait tools, when the agent may spawn threads: from the multi-agent settings the
+        session snapshotted at creation (full definitions of its helpers), or, for a session recorded
+        before sessions kept them, resolved now."""
+        settings = self.log.record.multiagent
+        if settings is None and agent.multiagent is not None:
+            settings = resolve_multiagent(agent, self.deps.agents)
         if settings is None or not settings.spawn_threads:
             return []
-        spawn = SessionTool(_spawn_schema(self.deps, settings), lambda call: self._spawn(call, agent))
+        spawn = SessionTool(_spawn_schema(settings), lambda call: self._spawn(call, agent, settings))
         wait = SessionTool(self._wait_schema(), self._wait, describe=self._wait_schema)
         return [spawn, wait]
 
@@ -115,12 +121,12 @@ class ThreadManager:
             input_schema={"type": "object", "properties": {"thread_id": thread_id}},
         )
 
-    async def _spawn(self, call: ToolCall, coordinator: Agent) -> ToolResult:
+    async def _spawn(self, call: ToolCall, coordinator: Agent, settings: ResolvedMultiAgent) -> ToolResult:
         task = call.input.get("task")
         if not isinstance(task, str) or not task.strip():
             return ToolResult.error("spawn_thread needs a task: what the thread is to do", "INVALID_INPUT")
         try:
-            agent, inline = self._thread_agent(call.input, coordinator)
+            agent, inline = self._thread_agent(call.input, coordinator, settings)
         except AgentCellError as exc:
             return ToolResult.error(str(exc), "INVALID_INPUT")
         log = self.log
@@ -149,14 +155,14 @@ class ThreadManager:
             + f"\nThe thread works on its own; call {WAIT_TOOL} with this thread_id to get its result."
         )
 
-    def _thread_agent(self, data: dict[str, Any], coordinator: Agent) -> tuple[Agent, bool]:
+    def _thread_agent(
+        self, data: dict[str, Any], coordinator: Agent, settings: ResolvedMultiAgent
+    ) -> tuple[Agent, bool]:
         """The agent a spawn asks for, and whether it is defined inline."""
-        settings = coordinator.multiagent
-        assert settings is not None  # the tools exist only then
         named, inline = data.get("agent"), data.get("inline_agent")
         if named is not None and inline is not None:
             raise InvalidInputError("give either agent or inline_agent, not both")
-        allowed = {ref.id: ref for ref in settings.agents}
+        allowed = {helper.id: helper for helper in settings.agents}
         if inline is None and named is None:
             if len(allowed) == 1 and not settings.inline_agents:
                 named = next(iter(allowed))
@@ -166,10 +172,10 @@ class ThreadManager:
             else:
                 raise InvalidInputError(_choices(settings, "name the agent to spawn"))
         if named is not None:
-            ref = allowed.get(str(named))
-            if ref is None:
+            helper = allowed.get(str(named))
+            if helper is None:
                 raise InvalidInputError(_choices(settings, f"{named!r} is not an agent you may spawn"))
-            return self.deps.agents.get(ref.id, ref.version), False
+            return helper, False
         if not settings.inline_agents:
             raise InvalidInputError(_choices(settings, "you may not define agents inline"))
         if not isinstance(inline, dict):
@@ -251,7 +257,7 @@ class ThreadManager:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _spawn_schema(deps: TurnDeps, settings: MultiAgent) -> ToolSchema:
+def _spawn_schema(settings: ResolvedMultiAgent) -> ToolSchema:
     lines = [
         "Start a thread: another agent works on a task at the same time as you, in its own conversation, and "
         "sees only the task you give it. Returns the thread's id at once; call wait_thread to get its final "
@@ -260,11 +266,10 @@ def _spawn_schema(deps: TurnDeps, settings: MultiAgent) -> ToolSchema:
     properties: dict[str, Any] = {"task": {"type": "string", "description": "What the thread is to do, in full."}}
     if settings.agents:
         lines.append("Agents you may spawn (give the id as agent):")
-        for ref in settings.agents:
-            agent = deps.agents.get(ref.id, ref.version)
+        for agent in settings.agents:
             about = f": {agent.description}" if agent.description else ""
             lines.append(f"- {agent.id} ({agent.name}){about}")
-        properties["agent"] = {"type": "string", "enum": [ref.id for ref in settings.agents]}
+        properties["agent"] = {"type": "string", "enum": [agent.id for agent in settings.agents]}
     if settings.inline_agents:
         lines.append("You may also define the thread's agent inline with inline_agent.")
         properties["inline_agent"] = {
@@ -283,8 +288,8 @@ def _spawn_schema(deps: TurnDeps, settings: MultiAgent) -> ToolSchema:
     )
 
 
-def _choices(settings: MultiAgent, problem: str) -> str:
-    ids = ", ".join(ref.id for ref in settings.agents) or "none"
+def _choices(settings: ResolvedMultiAgent, problem: str) -> str:
+    ids = ", ".join(agent.id for agent in settings.agents) or "none"
     inline = "; or define one inline with inline_agent" if settings.inline_agents else ""
     return f"{problem}: spawn one of the agents {ids}{inline}"
 

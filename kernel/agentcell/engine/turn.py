@@ -193,7 +193,7 @@ class TurnSupervisor:
                 stop = RequiresAction(event_ids=sorted(waiting))
             else:
                 log.emit(log.make(SessionStatusRunning))
-                for status in await deps.start_mcp(log.agent):
+                for status in await deps.start_mcp(log.agent, log.tool_scope):
                     if status.state == "failed":  # the turn goes on without that server's tools
                         message = f"MCP server {status.name} did not start: {status.error or 'no reason given'}"
                         info = ErrorInfo(type="mcp_connection_failed_error", message=message)

@@ -14,12 +14,14 @@ from typing import Any
 from .._validation import check_metadata
 from ..errors import InvalidInputError
 from ..events import SessionStatusTerminated, SessionUpdated
+from ..records.agent import Agent, check_overrides, materialize
 from ..records.common import PERMISSION_PRESETS, UNSET, PermissionPreset, Unset, utc_now
+from ..records.session import ResolvedMultiAgent
 from ..usage import Budget
 from .deps import AgentSource
 from .log import SessionLog
 
-__all__ = ["apply_update", "parse_budget", "terminate"]
+__all__ = ["apply_update", "parse_budget", "resolve_multiagent", "terminate"]
 
 MAX_TITLE_CHARS = 512
 
@@ -41,6 +43,21 @@ def parse_budget(budget: object) -> Budget | None:
     return Budget(max_list_cost=amount)
 
 
+def resolve_multiagent(agent: Agent, agents: AgentSource) -> ResolvedMultiAgent | None:
+    """The agent's multi-agent settings with its helpers' full definitions, for a session to snapshot;
+    None for a single-threaded agent (no threads, no advisor, no workflow runs)."""
+    settings = agent.multiagent
+    if settings is None and agent.advisor is None:
+        return None
+    return ResolvedMultiAgent(
+        spawn_threads=settings is not None and settings.spawn_threads,
+        inline_agents=settings is not None and settings.inline_agents,
+        agents=[agents.get(ref.id, ref.version) for ref in (settings.agents if settings else [])],
+        advisor=agent.advisor is not None,
+        workflow_runs=settings is not None and settings.workflow_runs,
+    )
+
+
 def check_title(title: str | None) -> str | None:
     if title is not None and len(title) > MAX_TITLE_CHARS:
         raise InvalidInputError(f"a session title is at most {MAX_TITLE_CHARS} characters")
@@ -56,7 +73,11 @@ def apply_update(
     budget: object = UNSET,
     agent_version: int | Unset = UNSET,
     permissions: PermissionPreset | Unset = UNSET,
+    tools: list[Any] | Unset = UNSET,
+    mcp_servers: list[Any] | Unset = UNSET,
 ) -> None:
+    """``tools`` and ``mcp_servers`` replace the session's agent's (omit keeps, ``[]`` clears); the event
+    then carries the full materialised agent."""
     record, agent = log.record, log.agent
     changes: dict[str, Any] = {}
     event_fields: dict[str, Any] = {}
@@ -78,13 +99,20 @@ def apply_update(
                 f"unknown permission preset {permissions!r}; use one of {', '.join(PERMISSION_PRESETS)}"
             )
         changes["permissions"] = event_fields["permissions"] = permissions
-    if agent_version is not UNSET:
-        pinned = agents.get(record.agent_id, agent_version)
-        if pinned.version != record.agent_version:
-            changes["agent_version"] = pinned.version
-            if (pinned.tools, pinned.mcp_servers) != (agent.tools, agent.mcp_servers):
-                event_fields["agent"] = pinned.snapshot()
-            agent = pinned
+    overrides = dict(record.agent_overrides)
+    replaced = {k: v for k, v in (("tools", tools), ("mcp_servers", mcp_servers)) if v is not UNSET}
+    pinned = agents.get(record.agent_id, record.agent_version if agent_version is UNSET else agent_version)
+    if replaced:
+        overrides |= check_overrides(pinned, replaced)
+    effective = materialize(pinned, overrides)
+    if pinned.version != record.agent_version:
+        changes["agent_version"] = pinned.version
+        changes["multiagent"] = resolve_multiagent(effective, agents)  # the new version's helpers, now
+    if overrides != record.agent_overrides:
+        changes["agent_overrides"] = overrides
+    if (effective.tools, effective.mcp_servers) != (agent.tools, agent.mcp_servers):
+        event_fields["agent"] = effective.snapshot()
+    agent = effective
     if not changes:
         return
     updated = record.model_copy(update=changes)

@@ -5,15 +5,19 @@ Validation only: creating, updating and versioning agents is ``AgentsAPI``'s job
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .._validation import validated
+from ..errors import InvalidInputError
 from .model import ModelConfig
 
 __all__ = [
     "MAX_SYSTEM_CHARS",
+    "OVERRIDABLE",
     "Agent",
     "AgentRef",
     "CustomTool",
@@ -21,6 +25,8 @@ __all__ = [
     "MultiAgent",
     "ToolFilter",
     "ToolSpec",
+    "check_overrides",
+    "materialize",
 ]
 
 MAX_SYSTEM_CHARS = 100_000
@@ -87,6 +93,8 @@ class MultiAgent(_Model):
     """The predefined (saved) agents it may spawn."""
     inline_agents: bool = False
     """Whether it may define agents inline (a name, a system prompt, a model), which are not saved."""
+    workflow_runs: bool = False
+    """Whether it may start workflow runs (plans of steps over agents, run in session threads)."""
 
 
 class Agent(_Model):
@@ -132,3 +140,37 @@ class Agent(_Model):
         """The agent for events (``session.updated``): everything but the MCP servers' env and headers,
         which may hold secrets (the stored agent version keeps them, to start the servers)."""
         return self.model_dump(mode="json", exclude={"mcp_servers": {"__all__": {"env", "headers"}}})
+
+
+OVERRIDABLE = ("model", "system", "tools", "mcp_servers", "skills")
+"""The agent fields a session may replace for itself (seed 002: each a full replacement)."""
+
+
+def materialize(agent: Agent, overrides: dict[str, Any]) -> Agent:
+    """``agent`` with a session's overrides applied (validated as a whole agent; id and version stay)."""
+    if not overrides:
+        return agent
+    return Agent.model_validate({**agent.model_dump(), **overrides})
+
+
+def check_overrides(agent: Agent, overrides: Mapping[str, Any], what: str = "session") -> dict[str, Any]:
+    """The overrides a session gives its agent, checked: only the fields a session may replace, valid as a
+    whole agent. Raises InvalidInputError naming the problem (nothing is stored)."""
+    unknown = sorted(set(overrides) - set(OVERRIDABLE))
+    if unknown:
+        raise InvalidInputError(
+            f"a {what} cannot override the agent's {', '.join(unknown)}; it may replace: {', '.join(OVERRIDABLE)}"
+        )
+    given = dict(overrides)
+    if isinstance(given.get("model"), str):
+        given["model"] = {"id": given["model"]}
+    checked = validated(Agent, {**agent.model_dump(), **given}, f"{what} agent overrides")
+    return {key: _dumped(getattr(checked, key)) for key in given}
+
+
+def _dumped(value: object) -> object:
+    if isinstance(value, list):
+        return [v.model_dump(mode="json") if hasattr(v, "model_dump") else v for v in value]
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    return value
