@@ -14,6 +14,7 @@ import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from .engine.context import acting_session
 from .errors import ConfigurationError, InvalidInputError, NotFoundError
 from .ids import new_id
 from .records.common import utc_now
@@ -72,9 +73,24 @@ class MemoryStoresAPI:
     def list(self) -> builtins.list[MemoryStore]:
         return self._store.list_memory_stores()
 
+    def _writable(self, store_id: str) -> None:
+        """Refuse a write inside a turn of a session that attached the store read_only, whoever writes: the
+        memory tools, or the model's own Python code calling this API."""
+        acting = acting_session()
+        if acting is None:
+            return
+        for resource in self._attached.get(acting, []):
+            if resource.memory_store_id == store_id and resource.access == "read_only":
+                raise InvalidInputError(
+                    f"the memory store {store_id} is attached read_only to session {acting}; its notes cannot "
+                    "be written or deleted from its turns (attach it read_write to allow that)"
+                )
+
     def write(self, store_id: str, path: str, content: str) -> MemoryNote:
-        """Create or replace the note at ``path``."""
+        """Create or replace the note at ``path`` (refused inside a turn of a session that attached the store
+        read_only)."""
         self.get(store_id)
+        self._writable(store_id)
         clean = _note_path(path)
         if len(content) > MAX_NOTE_CHARS:
             raise InvalidInputError(
@@ -99,6 +115,7 @@ class MemoryStoresAPI:
 
     def delete(self, store_id: str, path: str) -> None:
         self.read(store_id, path)
+        self._writable(store_id)
         self._store.delete_note(store_id, _note_path(path))
 
     def close(self) -> None:

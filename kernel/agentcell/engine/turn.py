@@ -11,6 +11,7 @@ session's resources (once), start the agent's MCP servers, then run the turn loo
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Literal, cast
@@ -44,6 +45,7 @@ from ..events import (
 )
 from ..store.base import Lease
 from .advisor import advisor_tools
+from .context import TURN_SESSION
 from .deps import TurnDeps
 from .log import SessionLog
 from .mount import mount_resources
@@ -161,7 +163,9 @@ class TurnSupervisor:
             turn = ActiveTurn(asyncio.get_running_loop(), ThreadManager(self.log, deps), lease)
             self._turn = turn
         unsubscribe = self.log.subscribe(turn.see)
-        turn.task = turn.loop.create_task(self._run(turn, opening, deps, unsubscribe, tool_choices))
+        context = contextvars.copy_context()  # the turn's tasks and threads know which session acts
+        context.run(TURN_SESSION.set, self.log.id)
+        turn.task = turn.loop.create_task(self._run(turn, opening, deps, unsubscribe, tool_choices), context=context)
         turn.task.add_done_callback(lambda _: lease.release())  # also if the turn's own ending failed
         return turn
 

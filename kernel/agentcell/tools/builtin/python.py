@@ -17,6 +17,7 @@ import ast
 import asyncio
 import base64
 import contextlib
+import contextvars
 import ctypes
 import inspect
 import io
@@ -238,7 +239,9 @@ async def _execute(source: str, namespace: dict[str, Any], limit: float) -> tupl
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(settle)
 
-    thread = threading.Thread(target=work, name="agentcell-python-tool", daemon=True)
+    # In the turn's context, so what the code calls knows which session acts (the memory API does).
+    thread = threading.Thread(target=contextvars.copy_context().run, args=(work,), name="agentcell-python-tool")
+    thread.daemon = True
     thread.start()
     try:
         await asyncio.wait_for(asyncio.shield(finished), limit)
