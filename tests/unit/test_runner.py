@@ -363,3 +363,32 @@ async def test_a_request_cut_short_is_billed_for_what_it_generated(db_path: Path
     assert end.is_error and end.model_usage.output_tokens >= 1000  # 4,000 characters of thinking
     assert session.usage.list_cost == end.model_usage.list_cost > 0
     await engine.aclose()
+
+
+def test_a_message_of_several_text_blocks_is_one_agent_message_previewed_by_index(tmp_path: Path) -> None:
+    """Seed 002: 'Which entry in the previewed event's content array this fragment lands in. Insert content
+    as that entry when the index is new; append to the existing entry otherwise.'"""
+    from agentcell import Engine, ScriptedProvider, ScriptedResponse, ScriptedText
+    from agentcell import events as ev
+
+    provider = ScriptedProvider(
+        [ScriptedResponse(steps=[ScriptedText(text="first part"), ScriptedText(text="second")])]
+    )
+    with Engine(tmp_path / "db", providers={"scripted": provider}) as engine:
+        session = engine.sessions.create(agent=engine.agents.create(name="a", model="scripted").id)
+        items = []
+        result = engine.run_sync(session.ask("hi", on_item=items.append))
+    [message] = [e for e in result.events if isinstance(e, ev.AgentMessage)]
+    assert [b.text for b in message.content] == ["first part", "second"]  # type: ignore[union-attr]
+    starts = [i for i in items if isinstance(i, ev.EventStart)]
+    assert [s.event.id for s in starts] == [message.id]  # one preview, reconciled by one event
+    entries: list[str] = []
+    for item in items:
+        if isinstance(item, ev.EventDelta):
+            assert item.event_id == message.id
+            if item.delta.index == len(entries):
+                entries.append(item.delta.content.text)  # type: ignore[union-attr]
+            else:
+                entries[item.delta.index] += item.delta.content.text  # type: ignore[union-attr]
+    assert entries == ["first part", "second"]
+    assert result.text == "first partsecond"

@@ -55,6 +55,8 @@ class _Block:
     event_id: str
     kind: str
     text: list[str] = field(default_factory=list)
+    entry: int = 0
+    """Which entry of its event's content array the block streams into (text blocks share one message)."""
 
 
 @dataclass
@@ -62,6 +64,8 @@ class Attempt:
     """What one streaming attempt has shown so far."""
 
     blocks: dict[int, _Block] = field(default_factory=dict)
+    message: str | None = None
+    """The id of the response's one ``agent.message``, once its first text block opened."""
     shown: bool = False
     generated_chars: int = 0
     """Characters of text, thinking and tool input received: a floor for the output of a cut request."""
@@ -86,7 +90,12 @@ class ResponseRecorder:
     def preview(self, event: StreamEvent, state: Attempt) -> None:
         match event:
             case BlockStart(block=TextPart()):
-                self._open(event.index, "agent.message", state)
+                if state.message is None:  # the response's text blocks all stream into one message
+                    self._open(event.index, "agent.message", state)
+                    state.message = state.blocks[event.index].event_id
+                else:
+                    entries = sum(1 for b in state.blocks.values() if b.event_id == state.message)
+                    state.blocks[event.index] = _Block(state.message, "agent.message", entry=entries)
             case BlockStart(block=ThinkingPart() | RedactedThinkingPart()):
                 self._open(event.index, "agent.thinking", state)
             case BlockStart(block=ToolCallPart()):
@@ -98,7 +107,7 @@ class ResponseRecorder:
                     self.log.emit(
                         EventDelta(
                             event_id=block.event_id,
-                            delta=ContentDelta(index=0, content=TextBlock(text=event.text)),
+                            delta=ContentDelta(index=block.entry, content=TextBlock(text=event.text)),
                             thread_id=self.thread_id,
                         )
                     )
@@ -117,12 +126,15 @@ class ResponseRecorder:
         (those named in ``custom`` as ``agent.custom_tool_use``, for the client to answer)."""
         log, thread = self.log, self.thread_id
         uses: list[AgentToolUse | AgentCustomToolUse] = []
+        texts = [TextBlock(text=p.text) for p in response.content if isinstance(p, TextPart)]
         # Every content block began with a BlockStart, so blocks and content line up by index.
         ids = [state.blocks[i].event_id for i in sorted(state.blocks)]
         for event_id, part in zip(ids, response.content, strict=True):
             match part:
                 case TextPart():
-                    log.emit(log.make(AgentMessage, id=event_id, thread_id=thread, content=[TextBlock(text=part.text)]))
+                    if event_id == state.message and texts:  # one message, at its first text block
+                        log.emit(log.make(AgentMessage, id=event_id, thread_id=thread, content=texts))
+                        texts = []
                 case ThinkingPart():
                     thinking = log.make(
                         AgentThinking, id=event_id, thread_id=thread, thinking=part.thinking, signature=part.signature
@@ -158,19 +170,15 @@ class ResponseRecorder:
 
     def keep_interrupted_text(self, state: Attempt) -> None:
         """The attempt was interrupted: keep the text already shown, marked ``interrupted``."""
-        for index in sorted(state.blocks):
-            block = state.blocks[index]
-            text = "".join(block.text)
-            if block.kind == "agent.message" and text:
-                self.log.emit(
-                    self.log.make(
-                        AgentMessage,
-                        id=block.event_id,
-                        thread_id=self.thread_id,
-                        content=[TextBlock(text=text)],
-                        interrupted=True,
-                    )
-                )
+        shown = [
+            TextBlock(text="".join(block.text))
+            for _, block in sorted(state.blocks.items())
+            if block.kind == "agent.message" and "".join(block.text)
+        ]
+        if state.message is not None and shown:
+            self.log.emit(
+                self.log.make(AgentMessage, id=state.message, thread_id=self.thread_id, content=shown, interrupted=True)
+            )
 
 
 def cut_short_usage(reported: Usage, state: Attempt, request: ModelRequest) -> Usage:
