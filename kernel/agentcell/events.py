@@ -328,6 +328,8 @@ class SessionThreadCreated(_EventBase):
     model: str
     tool_use_id: str | None = None
     """The coordinator's ``agent.tool_use`` that spawned the thread: a front end nests the thread under it."""
+    inline_agent: dict[str, Any] | None = None
+    """For an inline agent, its whole definition (it is not saved), so the thread can resume later."""
 
 
 class SessionThreadStatusRunning(_EventBase):

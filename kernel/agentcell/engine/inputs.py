@@ -49,8 +49,12 @@ def opening_events(log: SessionLog, deps: TurnDeps, message: Input, *, cell_id: 
             )
         content = message.content
         blocks = [TextBlock(text=content)] if isinstance(content, str) else list(content)
+        asked = next(
+            (e for e in log.events(types=("agent.custom_tool_use",)) if e.id == message.custom_tool_use_id), None
+        )
         answer = log.make(
             UserCustomToolResult,
+            thread_id=asked.thread_id if asked is not None else None,  # routed to the thread that asked
             custom_tool_use_id=message.custom_tool_use_id,
             content=blocks,
             is_error=message.is_error,

@@ -2,7 +2,7 @@
 
 The system prompt is the agent's own, followed by what the session mounted and (in the primary thread,
 whose agent has the memory tools) the memory section with each store's guidance. The tools are the tool
-host's for the agent (filtered by its ``ToolFilter``), its custom tools in the primary thread, and the
+host's for the agent (filtered by its ``ToolFilter``), its custom tools (in spawned threads too), and the
 engine's own tools (:class:`SessionTool`: spawning threads, consulting the advisor).
 """
 
@@ -21,7 +21,11 @@ from .deps import TurnDeps
 from .log import SessionLog
 from .mount import describe_mounts
 
-__all__ = ["SessionTool", "offered_tools", "system_prompt"]
+__all__ = ["AWAITING_CLIENT", "SessionTool", "offered_tools", "system_prompt"]
+
+AWAITING_CLIENT = "AWAITING_CLIENT"
+"""The error code of an engine tool whose call waits for the client (a wait on a thread paused for a custom
+tool): the caller's thread pauses too, the call left open."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +79,8 @@ def system_prompt(log: SessionLog, deps: TurnDeps, agent: Agent, *, primary: boo
 def offered_tools(
     log: SessionLog, deps: TurnDeps, agent: Agent, *, scope: str, thread_id: str | None, own: Sequence[SessionTool]
 ) -> list[ToolSchema]:
-    """The tools the model sees. Custom tools only in the primary thread (a spawned thread has no client to
-    answer them); the engine's own tools take precedence over a host tool of the same name."""
+    """The tools the model sees. Custom tools in every thread (the client's answer is routed to the thread
+    that asked); the engine's own tools take precedence over a host tool of the same name."""
     own_names = {t.schema.name for t in own}
     host_schemas = deps.tools.schemas(scope)
     schemas = deps.memory.visible(log.id, log.tool_scope, scope, host_schemas, deps.tools)
@@ -89,7 +93,7 @@ def offered_tools(
     names = {s.name for s in schemas} | own_names
     custom = [
         ToolSchema(name=t.name, description=t.description, input_schema=t.input_schema)
-        for t in (agent.custom_tools if thread_id is None else [])
+        for t in agent.custom_tools
         if t.name not in names
     ]
     return schemas + custom + [t.offered() for t in own]

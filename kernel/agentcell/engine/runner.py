@@ -15,7 +15,7 @@ in while a request streams is delivered before the next request (see ``Session.s
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -60,7 +60,7 @@ from ..usage import Pricing, Usage
 from .budget import fit_request
 from .deps import TurnDeps
 from .log import SessionLog
-from .request import SessionTool, offered_tools, system_prompt
+from .request import AWAITING_CLIENT, SessionTool, offered_tools, system_prompt
 from .stream import Attempt, ResponseRecorder, cut_short_usage
 
 if TYPE_CHECKING:
@@ -82,9 +82,11 @@ class TurnRunner:
         tool_choices: Sequence[str] = (),
         agent: Agent | None = None,
         tools: Sequence[SessionTool] = (),
+        awaiting_client: Callable[[], list[str]] | None = None,
     ) -> None:
         """``agent`` runs a spawned thread on an agent other than the session's (which may change between
-        requests, when the session pins another version); ``tools`` are the engine's own tools offered."""
+        requests, when the session pins another version); ``tools`` are the engine's own tools offered;
+        ``awaiting_client`` lists the custom tool uses its spawned threads stopped for (the coordinator's)."""
         self.log = log
         self.deps = deps
         self.thread_id = thread_id
@@ -96,6 +98,8 @@ class TurnRunner:
         forced call is answered, not repeated."""
         self._unanswered: dict[str, ToolCall] = {}
         self._custom_pending: list[str] = []
+        self._awaiting_client = awaiting_client
+        self._waiting_on_threads = False
 
     @property
     def scope(self) -> str:
@@ -291,7 +295,7 @@ class TurnRunner:
 
     def _commit(self, response: ModelResponse, state: Attempt) -> None:
         """Record the complete response; its tool calls wait to be run (custom ones, for the client)."""
-        custom = {t.name for t in self.agent.custom_tools} if self.thread_id is None else set()
+        custom = {t.name for t in self.agent.custom_tools}
         for use in self._recorder.commit(response, state, custom=custom, evaluate=self._evaluate_permission):
             if isinstance(use, AgentToolUse):
                 self._unanswered[use.id] = self._call(use.id, use.call_id, use.name, use.input)
@@ -337,6 +341,11 @@ class TurnRunner:
             batch = []
             await self._run_batch([call], offered)
         await self._run_batch(batch, offered)
+        if self._waiting_on_threads and self._awaiting_client is not None:
+            # A thread it waited for stopped for a custom tool: this thread pauses too, its wait left open
+            # until the client's answer resumes the thread (engine/turn.py answers the wait then).
+            self._waiting_on_threads = False
+            return RequiresAction(event_ids=[*self._custom_pending, *self._awaiting_client()])
         if self._custom_pending:
             pending, self._custom_pending = self._custom_pending, []
             return RequiresAction(event_ids=pending)
@@ -357,6 +366,10 @@ class TurnRunner:
 
         results = await asyncio.gather(*(one(call) for call in calls)) if len(calls) > 1 else [await one(calls[0])]
         for call, result in zip(calls, results, strict=True):
+            if result.error_code == AWAITING_CLIENT and self._awaiting_client is not None:
+                self._unanswered.pop(call.tool_use_id, None)
+                self._waiting_on_threads = True
+                continue
             self._answer(call, result)
 
     def _execution_mode(self, call: ToolCall) -> Literal["parallel", "exclusive"]:

@@ -35,6 +35,7 @@ from ..events import (
     ErrorStop,
     Event,
     Interrupted,
+    RequiresAction,
     SessionError,
     SessionThreadCreated,
     SessionThreadStatusIdle,
@@ -52,11 +53,11 @@ from ..tools.base import ToolCall, ToolResult
 from ..usage import Usage
 from .deps import TurnDeps
 from .log import SessionLog
-from .request import SessionTool
+from .request import AWAITING_CLIENT, SessionTool
 from .runner import TurnRunner
 from .updates import resolve_multiagent
 
-__all__ = ["ThreadInfo", "ThreadManager", "thread_infos"]
+__all__ = ["AWAITING_CLIENT", "WAIT_TOOL", "ThreadInfo", "ThreadManager", "thread_infos", "thread_result"]
 
 SPAWN_TOOL = "spawn_thread"
 WAIT_TOOL = "wait_thread"
@@ -82,6 +83,14 @@ class _Thread:
     agent: Agent
     inline: bool
     task: asyncio.Task[tuple[StopReason, str]] | None = None
+
+    @property
+    def awaiting_client(self) -> list[str]:
+        """The custom tool uses the thread stopped for (the client answers them), if it did."""
+        if self.task is None or not self.task.done() or self.task.cancelled():
+            return []
+        stop, _ = self.task.result()
+        return list(stop.event_ids) if isinstance(stop, RequiresAction) else []
 
 
 class ThreadManager:
@@ -141,6 +150,7 @@ class ThreadManager:
                 agent_name=agent.name,
                 model=agent.model.id,
                 tool_use_id=call.tool_use_id,
+                inline_agent=agent.model_dump(mode="json") if inline else None,
             )
         )
         content = [TextBlock(text=task.strip())]
@@ -210,10 +220,7 @@ class ThreadManager:
             )
         # Shielded: the coordinator being interrupted ends its threads through close(), not through here.
         stop, final = await asyncio.shield(thread.task)
-        if isinstance(stop, EndTurn):
-            return ToolResult.text(final or "(the thread ended without a message)")
-        said = f" Its last message: {final}" if final else ""
-        return ToolResult.error(f"the thread {thread.id} stopped ({stop.type}) before it finished.{said}")
+        return thread_result(thread.id, stop, final)
 
     # ------------------------------------------------------------------------------------------ running
 
@@ -234,10 +241,36 @@ class ThreadManager:
         final = _last_message(list(log.events(types=("agent.message",))), thread.id)
         usage = thread_usage(list(log.events(types=("span.model_request_end",))), thread.id)
         log.emit(log.make(SessionThreadStatusIdle, thread_id=thread.id, stop_reason=stop, usage=usage))
-        if final:
+        if final and not isinstance(stop, RequiresAction):  # a paused thread has not finished
             reply = [TextBlock(text=final)]
             log.emit(log.make(AgentThreadMessageSent, thread_id=thread.id, to_thread_id=self.parent_id, content=reply))
         return stop, final
+
+    def awaiting_client(self) -> list[str]:
+        """The custom tool uses the threads of this turn stopped for, waiting for the client's answers."""
+        return [event_id for thread in self._threads.values() for event_id in thread.awaiting_client]
+
+    async def resume(self, thread_id: str) -> tuple[StopReason, str]:
+        """Run a thread that stopped for a custom tool again, now that the client answered (its answer is in
+        the thread's history); returns how it stopped and its last message."""
+        created = next(
+            (
+                e
+                for e in self.log.events(types=("session.thread_created",))
+                if isinstance(e, SessionThreadCreated) and e.session_thread_id == thread_id
+            ),
+            None,
+        )
+        if created is None:
+            raise InvalidInputError(f"no thread {thread_id} was spawned in session {self.log.id}")
+        if created.inline_agent is not None:
+            agent, inline = Agent.model_validate(created.inline_agent), True
+        else:
+            agent, inline = self.deps.agents.get(created.agent_id, created.agent_version), False
+        thread = _Thread(thread_id, agent, inline)
+        thread.task = asyncio.get_running_loop().create_task(self._run(thread), name=f"agentcell-thread-{thread_id}")
+        self._threads[thread_id] = thread
+        return await asyncio.shield(thread.task)
 
     def cancel(self, thread_id: str) -> bool:
         """Interrupt one thread; False when no running thread has that id."""
@@ -299,6 +332,18 @@ def _last_message(events: list[Event], thread_id: str) -> str:
         if isinstance(event, AgentMessage) and event.thread_id == thread_id:
             return "".join(b.text for b in event.content if isinstance(b, TextBlock))
     return ""
+
+
+def thread_result(thread_id: str, stop: StopReason, final: str) -> ToolResult:
+    """What a coordinator's wait_thread gets: the thread's final message, or why it stopped before."""
+    if isinstance(stop, EndTurn):
+        return ToolResult.text(final or "(the thread ended without a message)")
+    if isinstance(stop, RequiresAction):
+        return ToolResult.error(
+            f"the thread {thread_id} is waiting for the client to answer its tool call", AWAITING_CLIENT
+        )
+    said = f" Its last message: {final}" if final else ""
+    return ToolResult.error(f"the thread {thread_id} stopped ({stop.type}) before it finished.{said}")
 
 
 def thread_usage(events: list[Event], thread_id: str | None) -> Usage:

@@ -21,6 +21,7 @@ from ..events import (
     AgentCustomToolUse,
     AgentMessage,
     AgentThinking,
+    AgentToolResult,
     AgentToolUse,
     BudgetReached,
     ContentBlock,
@@ -44,6 +45,7 @@ from ..events import (
     is_preview,
 )
 from ..store.base import Lease
+from ..tools.base import ToolResult
 from .advisor import advisor_tools
 from .context import TURN_SESSION
 from .deps import TurnDeps
@@ -54,7 +56,7 @@ from .path import is_opening
 from .request import SessionTool
 from .result import TurnResult
 from .runner import TurnRunner
-from .threads import ThreadManager
+from .threads import WAIT_TOOL, ThreadManager, thread_result
 
 __all__ = ["ActiveTurn", "TurnSupervisor"]
 
@@ -203,6 +205,8 @@ class TurnSupervisor:
                         info = ErrorInfo(type="mcp_connection_failed_error", message=message)
                         log.emit(log.make(SessionError, error=info))
                 stop = await self._work(first, outcome, turn.threads, deps, tool_choices)
+                if isinstance(stop, EndTurn) and (paused := turn.threads.awaiting_client()):
+                    stop = RequiresAction(event_ids=paused)  # threads wait for the client's answers
         except asyncio.CancelledError:
             stop = Interrupted()
         except Exception as exc:  # a bug must not leave the session stuck in "running"
@@ -252,13 +256,36 @@ class TurnSupervisor:
 
         def runner() -> TurnRunner:
             forced, choices[0] = choices[0], ()  # only the turn's first requests are forced
-            return TurnRunner(log, deps, tool_choices=forced, tools=tools)
+            return TurnRunner(log, deps, tool_choices=forced, tools=tools, awaiting_client=threads.awaiting_client)
 
+        if isinstance(first, UserCustomToolResult) and first.thread_id is not None:
+            stop, final = await threads.resume(first.thread_id)
+            if isinstance(stop, RequiresAction):
+                return stop
+            self._answer_waits(first.thread_id, thread_result(first.thread_id, stop, final))
         if outcome is not None:
             return await outcome.run(runner)
         if isinstance(first, UserCustomToolResult) and (paused := OutcomeLoop.active(log, deps)) is not None:
             return await paused.run(runner, resumed=True)
         return await runner().run()
+
+    def _answer_waits(self, thread_id: str, result: ToolResult) -> None:
+        """Answer the coordinator's wait_thread calls left open when the thread paused for the client."""
+        log = self.log
+        answered = {e.tool_use_id for e in log.events(types=("agent.tool_result",)) if isinstance(e, AgentToolResult)}
+        for use in log.events(types=("agent.tool_use",)):
+            if not isinstance(use, AgentToolUse) or use.name != WAIT_TOOL or use.id in answered:
+                continue
+            if use.thread_id is None and use.input.get("thread_id") in (None, "", thread_id):
+                log.emit(
+                    log.make(
+                        AgentToolResult,
+                        tool_use_id=use.id,
+                        content=list(result.content),
+                        is_error=result.is_error,
+                        error_code=result.error_code,
+                    )
+                )
 
     # ------------------------------------------------------------------------------------------ from outside
 
