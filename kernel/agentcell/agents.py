@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ._validation import check_metadata, validated
 from .errors import AgentNotFoundError, AgentVersionNotFoundError, InvalidInputError
 from .ids import new_id
+from .providers.anthropic import is_claude_model
 from .records.agent import MAX_SYSTEM_CHARS, Agent, McpServer, MultiAgent, ToolSpec
 from .records.common import UNSET, Unset, utc_now
 from .records.model import ModelConfig
@@ -58,6 +59,12 @@ class AgentsAPI:
                 f"the advisor {agent.advisor!r} is not permitted for the model {agent.model.id!r}; "
                 f"permitted advisors for it: {', '.join(allowed) or 'none'} "
                 "(the allow-list is Engine(advisors={model pattern: [advisor patterns]}))"
+            )
+        if agent.server_tools and not is_claude_model(agent.model.id.removeprefix("anthropic:")):
+            names = ", ".join(t.name for t in agent.server_tools)
+            raise InvalidInputError(
+                f"the server tools ({names}) run on Anthropic's side; the model {agent.model.id!r} has none: "
+                "use a Claude model or remove them"
             )
         for index, ref in enumerate(agent.multiagent.agents if agent.multiagent else []):
             try:

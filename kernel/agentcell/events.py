@@ -27,6 +27,8 @@ __all__ = [
     "PREVIEW_TYPES",
     "AgentCustomToolUse",
     "AgentMessage",
+    "AgentServerToolResult",
+    "AgentServerToolUse",
     "AgentThinking",
     "AgentThreadMessageReceived",
     "AgentThreadMessageSent",
@@ -238,6 +240,27 @@ class AgentToolResult(_EventBase):
     """Set when the call was refused rather than run."""
     full_text: str | None = None
     """The whole output when ``content`` was cut for the model (itself capped at 1,000,000 characters)."""
+
+
+class AgentServerToolUse(_EventBase):
+    """A call of a tool the provider runs itself (web search, web fetch): nothing here runs it."""
+
+    type: Literal["agent.server_tool_use"] = "agent.server_tool_use"
+    call_id: str
+    name: str
+    input: dict[str, Any]
+
+
+class AgentServerToolResult(_EventBase):
+    """What the provider's tool returned, kept as the provider sent it (and sent back in the history)."""
+
+    type: Literal["agent.server_tool_result"] = "agent.server_tool_result"
+    tool_use_id: str
+    """The ``agent.server_tool_use`` it answers."""
+    call_id: str
+    kind: str
+    """The provider's result type, e.g. ``web_search_tool_result``."""
+    content: Any = None
 
 
 class AgentCustomToolUse(_EventBase):
@@ -505,6 +528,8 @@ Event: TypeAlias = Annotated[
     | AgentToolUse
     | AgentToolResult
     | AgentCustomToolUse
+    | AgentServerToolUse
+    | AgentServerToolResult
     | SessionStatusRunning
     | SessionStatusIdle
     | SessionStatusTerminated

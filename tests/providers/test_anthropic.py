@@ -16,6 +16,8 @@ from agentcell.providers.base import (
     RedactedThinkingPart,
     ResponseEnd,
     ResponseStart,
+    ServerToolCallPart,
+    ServerToolResultPart,
     SignatureDelta,
     TextDelta,
     TextPart,
@@ -135,19 +137,27 @@ async def test_cache_usage_keeps_the_ttl_split(server: SSEServer, provider: Anth
     assert first.usage.output_tokens == 1 and first.usage.cache_creation_input_tokens == 500
 
 
-async def test_pause_turn_drops_server_blocks_keeps_citations_and_counts_searches(
+async def test_pause_turn_keeps_server_blocks_and_citations_and_counts_searches(
     server: SSEServer, provider: AnthropicProvider
 ) -> None:
+    """Seed 002 server tools: their server_tool_use and result blocks are kept (for the log and the history)."""
     server.queue(sse_reply("anthropic_pause_turn.sse"))
     events, response = await collect(provider, request())
     assert response.stop_reason == "pause_turn"
-    assert [type(p) for p in response.content] == [TextPart, TextPart]
+    assert [type(p) for p in response.content] == [TextPart, ServerToolCallPart, ServerToolResultPart, TextPart]
+    call, result = response.content[1], response.content[2]
+    assert isinstance(call, ServerToolCallPart) and (call.name, call.input) == (
+        "web_search",
+        {"query": "weather Zürich"},
+    )
+    assert isinstance(result, ServerToolResultPart) and result.call_id == call.id
+    assert result.kind == "web_search_tool_result" and result.content[0]["url"] == "https://example.com/zurich"
     assert response.text == "I'll search for that.It is mild, 18 °C."
-    cited = response.content[1]
+    cited = response.content[3]
     assert isinstance(cited, TextPart) and cited.citations is not None
     assert cited.citations[0]["cited_text"] == "Mild, 18 °C"
     assert sum(isinstance(e, CitationDelta) for e in events) == 1
-    assert {e.index for e in events if isinstance(e, BlockStart)} == {0, 3}
+    assert {e.index for e in events if isinstance(e, BlockStart)} == {0, 1, 2, 3}
     assert response.usage.server_tool_use == ServerToolUse(web_search_requests=1)
     assert response.usage.output_tokens == 510
 

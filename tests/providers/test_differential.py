@@ -19,6 +19,9 @@ from agentcell.providers.anthropic import AnthropicProvider
 from agentcell.providers.base import (
     ModelResponse,
     RedactedThinkingPart,
+    ResponsePart,
+    ServerToolCallPart,
+    ServerToolResultPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -39,7 +42,7 @@ ANTHROPIC_FIXTURES = [
 ]
 
 
-def _sdk_part(block: Any) -> TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart | None:
+def _sdk_part(block: Any) -> ResponsePart | None:
     match block.type:
         case "text":
             citations = [c.model_dump(mode="json", exclude_none=True) for c in block.citations or []]
@@ -50,6 +53,11 @@ def _sdk_part(block: Any) -> TextPart | ThinkingPart | RedactedThinkingPart | To
             return RedactedThinkingPart(data=block.data)
         case "tool_use":
             return ToolCallPart(id=block.id, name=block.name, input=block.input)
+        case "server_tool_use":
+            return ServerToolCallPart(id=block.id, name=block.name, input=block.input)
+        case "web_search_tool_result" | "web_fetch_tool_result":
+            content = block.model_dump(mode="json", exclude_none=True)["content"]
+            return ServerToolResultPart(call_id=block.tool_use_id, kind=block.type, content=content)
     return None
 
 

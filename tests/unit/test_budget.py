@@ -23,7 +23,8 @@ def test_worst_case_prices_input_at_its_dearest_billing() -> None:
 
 def test_a_request_that_fits_only_shorter_is_sent_with_fewer_tokens(tmp_path: Path) -> None:
     provider = ScriptedProvider([ScriptedResponse(steps=[ScriptedText(text="hi")])], pricing=PRICING)
-    with Engine(tmp_path / "db", providers={"scripted": provider}) as engine:
+    # Its own empty registry: tools other tests left in the process-wide one would change the input bound.
+    with Engine(tmp_path / "db", providers={"scripted": provider}, tools=SimpleTools()) as engine:
         agent = engine.agents.create(name="a", model={"id": "scripted", "max_tokens": 100_000})
         session = engine.sessions.create(agent=agent.id, budget="0.01")  # 100k output alone costs $1.50
         result = session.send_sync("hi")
@@ -39,7 +40,8 @@ def test_a_request_that_fits_only_shorter_is_sent_with_fewer_tokens(tmp_path: Pa
 
 def test_a_request_whose_useful_minimum_does_not_fit_is_never_sent_and_says_why(tmp_path: Path) -> None:
     provider = ScriptedProvider([ScriptedResponse(steps=[ScriptedText(text="hi")])], pricing=PRICING)
-    with Engine(tmp_path / "db", providers={"scripted": provider}) as engine:
+    # Its own empty registry: tools other tests left in the process-wide one would change the input bound.
+    with Engine(tmp_path / "db", providers={"scripted": provider}, tools=SimpleTools()) as engine:
         agent = engine.agents.create(name="a", model={"id": "scripted", "max_tokens": 100_000})
         session = engine.sessions.create(agent=agent.id, budget="0.0075")  # the input bound alone fills it
         result = session.send_sync("hi")

@@ -12,6 +12,8 @@ from typing import Literal
 from ..events import (
     AgentCustomToolUse,
     AgentMessage,
+    AgentServerToolResult,
+    AgentServerToolUse,
     AgentThinking,
     AgentThreadMessageReceived,
     AgentToolResult,
@@ -29,6 +31,8 @@ from ..providers.base import (
     Message,
     Part,
     RedactedThinkingPart,
+    ServerToolCallPart,
+    ServerToolResultPart,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -46,6 +50,8 @@ HISTORY_EVENT_TYPES = (
     "agent.tool_use",
     "agent.tool_result",
     "agent.custom_tool_use",
+    "agent.server_tool_use",
+    "agent.server_tool_result",
     "user.define_outcome",
     "agent.thread_message_received",
 )
@@ -81,6 +87,10 @@ class History:
                 self._call_ids[event.id] = event.call_id
                 self._open_calls[event.call_id] = None
                 self._assistant(ToolCallPart(id=event.call_id, name=event.name, input=event.input))
+            case AgentServerToolUse():  # the provider ran it: call and result stay in the assistant's turn
+                self._assistant(ServerToolCallPart(id=event.call_id, name=event.name, input=event.input))
+            case AgentServerToolResult():
+                self._assistant(ServerToolResultPart(call_id=event.call_id, kind=event.kind, content=event.content))
             case AgentToolResult():
                 self._result(event.tool_use_id, list(event.content), event.is_error)
             case UserCustomToolResult():

@@ -133,6 +133,7 @@ class TurnRunner:
                 system=system_prompt(log, self.deps, agent, primary=self.thread_id is None),
                 messages=log.history(self.thread_id).messages(),
                 tools=offered,
+                server_tools=agent.server_tools,
                 settings=self._settings(resolved.config.settings()),
             )
             try:

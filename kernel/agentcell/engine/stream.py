@@ -17,6 +17,8 @@ from typing import Literal
 from ..events import (
     AgentCustomToolUse,
     AgentMessage,
+    AgentServerToolResult,
+    AgentServerToolUse,
     AgentThinking,
     AgentToolUse,
     ContentDelta,
@@ -31,6 +33,8 @@ from ..providers.base import (
     ModelRequest,
     ModelResponse,
     RedactedThinkingPart,
+    ServerToolCallPart,
+    ServerToolResultPart,
     StreamEvent,
     TextDelta,
     TextPart,
@@ -64,8 +68,6 @@ class Attempt:
     """What one streaming attempt has shown so far."""
 
     blocks: dict[int, _Block] = field(default_factory=dict)
-    message: str | None = None
-    """The id of the response's one ``agent.message``, once its first text block opened."""
     shown: bool = False
     generated_chars: int = 0
     """Characters of text, thinking and tool input received: a floor for the output of a cut request."""
@@ -90,16 +92,18 @@ class ResponseRecorder:
     def preview(self, event: StreamEvent, state: Attempt) -> None:
         match event:
             case BlockStart(block=TextPart()):
-                if state.message is None:  # the response's text blocks all stream into one message
-                    self._open(event.index, "agent.message", state)
-                    state.message = state.blocks[event.index].event_id
+                previous = state.blocks.get(event.index - 1)
+                if previous is not None and previous.kind == "agent.message":
+                    # Consecutive text blocks stream into one message, each an entry of its content.
+                    state.blocks[event.index] = _Block(previous.event_id, "agent.message", entry=previous.entry + 1)
                 else:
-                    entries = sum(1 for b in state.blocks.values() if b.event_id == state.message)
-                    state.blocks[event.index] = _Block(state.message, "agent.message", entry=entries)
+                    self._open(event.index, "agent.message", state)
             case BlockStart(block=ThinkingPart() | RedactedThinkingPart()):
                 self._open(event.index, "agent.thinking", state)
             case BlockStart(block=ToolCallPart()):
                 state.blocks[event.index] = _Block(new_id("sevt"), "agent.tool_use")
+            case BlockStart(block=ServerToolCallPart() | ServerToolResultPart()):
+                state.blocks[event.index] = _Block(new_id("sevt"), "agent.server_tool")
             case TextDelta():
                 block = state.blocks.get(event.index)
                 if block is not None and event.text:
@@ -126,15 +130,19 @@ class ResponseRecorder:
         (those named in ``custom`` as ``agent.custom_tool_use``, for the client to answer)."""
         log, thread = self.log, self.thread_id
         uses: list[AgentToolUse | AgentCustomToolUse] = []
-        texts = [TextBlock(text=p.text) for p in response.content if isinstance(p, TextPart)]
+        servers: dict[str, str] = {}
+        """A server tool's call id -> its agent.server_tool_use event id."""
         # Every content block began with a BlockStart, so blocks and content line up by index.
         ids = [state.blocks[i].event_id for i in sorted(state.blocks)]
+        texts: dict[str, list[TextBlock]] = {}
+        for event_id, part in zip(ids, response.content, strict=True):
+            if isinstance(part, TextPart):
+                texts.setdefault(event_id, []).append(TextBlock(text=part.text))
         for event_id, part in zip(ids, response.content, strict=True):
             match part:
                 case TextPart():
-                    if event_id == state.message and texts:  # one message, at its first text block
-                        log.emit(log.make(AgentMessage, id=event_id, thread_id=thread, content=texts))
-                        texts = []
+                    if (content := texts.pop(event_id, None)) is not None:  # a message, at its first block
+                        log.emit(log.make(AgentMessage, id=event_id, thread_id=thread, content=content))
                 case ThinkingPart():
                     thinking = log.make(
                         AgentThinking, id=event_id, thread_id=thread, thinking=part.thinking, signature=part.signature
@@ -142,6 +150,29 @@ class ResponseRecorder:
                     log.emit(thinking)
                 case RedactedThinkingPart():
                     log.emit(log.make(AgentThinking, id=event_id, thread_id=thread, redacted_data=part.data))
+                case ServerToolCallPart():
+                    server_use = log.make(
+                        AgentServerToolUse,
+                        id=event_id,
+                        thread_id=thread,
+                        call_id=part.id,
+                        name=part.name,
+                        input=part.input,
+                    )
+                    log.emit(server_use)
+                    servers[part.id] = server_use.id
+                case ServerToolResultPart():
+                    log.emit(
+                        log.make(
+                            AgentServerToolResult,
+                            id=event_id,
+                            thread_id=thread,
+                            tool_use_id=servers.get(part.call_id, part.call_id),
+                            call_id=part.call_id,
+                            kind=part.kind,
+                            content=part.content,
+                        )
+                    )
                 case ToolCallPart() if part.name in custom:
                     use = log.make(
                         AgentCustomToolUse,
@@ -170,14 +201,13 @@ class ResponseRecorder:
 
     def keep_interrupted_text(self, state: Attempt) -> None:
         """The attempt was interrupted: keep the text already shown, marked ``interrupted``."""
-        shown = [
-            TextBlock(text="".join(block.text))
-            for _, block in sorted(state.blocks.items())
-            if block.kind == "agent.message" and "".join(block.text)
-        ]
-        if state.message is not None and shown:
+        shown: dict[str, list[TextBlock]] = {}
+        for _, block in sorted(state.blocks.items()):
+            if block.kind == "agent.message" and (text := "".join(block.text)):
+                shown.setdefault(block.event_id, []).append(TextBlock(text=text))
+        for event_id, content in shown.items():
             self.log.emit(
-                self.log.make(AgentMessage, id=state.message, thread_id=self.thread_id, content=shown, interrupted=True)
+                self.log.make(AgentMessage, id=event_id, thread_id=self.thread_id, content=content, interrupted=True)
             )
 
 

@@ -6,8 +6,9 @@ accumulation rules of the official SDK: blocks by index, signature deltas replac
 is cumulative and overwrites only the counts it carries, ``ping`` and unknown event or delta types are
 ignored, an ``error`` event raises.
 
-Server-side blocks (``server_tool_use``, ``web_search_tool_result``, ...) have no provider-neutral part yet:
-they and their deltas are dropped; their cost still shows in ``server_tool_use`` usage.
+Server-side blocks become provider-neutral parts: ``server_tool_use`` a :class:`ServerToolCallPart` (its
+input streams like a tool call's), ``web_search_tool_result`` / ``web_fetch_tool_result`` a
+:class:`ServerToolResultPart` with the block's content as it came. Other block types are dropped.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from .base import (
     RedactedThinkingPart,
     ResponseEnd,
     ResponseStart,
+    ServerToolCallPart,
+    ServerToolResultPart,
     SignatureDelta,
     StreamEvent,
     TextDelta,
@@ -298,8 +301,9 @@ class AnthropicStreamParser(EventParser):
                     out.append(SignatureDelta(index=index, signature=block["signature"]))
             elif kind == "redacted_thinking":
                 out.append(BlockStart(index=index, block=RedactedThinkingPart(data=block["data"])))
-            elif kind == "tool_use":
-                call = ToolCallPart(id=block["id"], name=block["name"], input={})
+            elif kind in ("tool_use", "server_tool_use"):
+                part = ToolCallPart if kind == "tool_use" else ServerToolCallPart
+                call = part(id=block["id"], name=block["name"], input={})
                 out.append(BlockStart(index=index, block=call))
                 self._calls[index] = (call.name, [])
                 if block.get("input"):
@@ -307,11 +311,15 @@ class AnthropicStreamParser(EventParser):
                     whole = json.dumps(block["input"])
                     self._calls[index][1].append(whole)
                     out.append(ToolInputDelta(index=index, partial_json=whole))
+            elif kind in SERVER_RESULT_BLOCKS:
+                result = ServerToolResultPart(call_id=block["tool_use_id"], kind=kind, content=block.get("content"))
+                out.append(BlockStart(index=index, block=result))
+                kind = "server_tool_result"
             else:
                 kind = _SKIP
         except (KeyError, TypeError, ValidationError):
             raise self._protocol(f"malformed {kind} block: {_short(block)}") from None
-        self._blocks[index] = "tool_call" if kind == "tool_use" else str(kind)
+        self._blocks[index] = "tool_call" if kind in ("tool_use", "server_tool_use") else str(kind)
 
     def _delta(self, index: int, block: str, kind: str, delta: dict[str, Any]) -> StreamEvent | None:
         try:
@@ -350,6 +358,9 @@ class AnthropicStreamParser(EventParser):
     def _protocol(self, message: str) -> ProviderProtocolError:
         return ProviderProtocolError(f"Anthropic: {message}", provider=self._provider)
 
+
+SERVER_RESULT_BLOCKS = frozenset({"web_search_tool_result", "web_fetch_tool_result"})
+"""Result blocks of the server tools agentcell offers; their content is kept as it came."""
 
 _HANDLED = frozenset(
     {"message_start", "content_block_start", "content_block_stop", "message_delta", "message_stop", "error"}

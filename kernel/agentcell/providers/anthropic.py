@@ -25,6 +25,7 @@ import httpx
 
 from ..errors import ConfigurationError, ProviderAuthError, ProviderError, UserError
 from ..events import TextBlock
+from ..records.agent import ServerTool
 from ..usage import InputBilling, Pricing
 from ._anthropic_stream import AnthropicStreamParser
 from ._http import DEFAULT_TIMEOUT, ErrorContext, HTTPStreamer, RetryPolicy, check_key, clean_key, join_url
@@ -35,6 +36,8 @@ from .base import (
     ModelRequest,
     Provider,
     RedactedThinkingPart,
+    ServerToolCallPart,
+    ServerToolResultPart,
     StreamEvent,
     TextPart,
     ThinkingPart,
@@ -190,10 +193,15 @@ def build_body(request: ModelRequest) -> tuple[dict[str, Any], list[str]]:
             body["system"] = [{"type": "text", "text": request.system, "cache_control": cache}]
         else:
             body["system"] = request.system
-    if request.tools:
-        body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in request.tools
-        ]
+    tools: list[dict[str, Any]] = [
+        {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in request.tools
+    ]
+    for server in request.server_tools:
+        tools.append(_server_tool(server))
+        if server.name == "web_fetch" and WEB_FETCH_BETA not in betas:
+            betas.append(WEB_FETCH_BETA)
+    if tools:
+        body["tools"] = tools
         if cache:
             body["tools"][-1]["cache_control"] = cache
     if settings.tool_choice is not None:
@@ -210,6 +218,19 @@ def build_body(request: ModelRequest) -> tuple[dict[str, Any], list[str]]:
         if key not in _OWN_OPTIONS:
             body[key] = value
     return body, betas
+
+
+SERVER_TOOL_TYPES = {"web_search": "web_search_20250305", "web_fetch": "web_fetch_20250910"}
+"""The Messages API's versioned type of each server tool."""
+WEB_FETCH_BETA = "web-fetch-2025-09-10"
+
+
+def _server_tool(tool: ServerTool) -> dict[str, Any]:
+    wire: dict[str, Any] = {"type": SERVER_TOOL_TYPES[tool.name], "name": tool.name}
+    for key in ("max_uses", "allowed_domains", "blocked_domains"):
+        if (value := getattr(tool, key)) is not None:
+            wire[key] = value
+    return wire
 
 
 def _cache_control(option: object) -> dict[str, str] | None:
@@ -266,6 +287,10 @@ def _message(message: Message) -> dict[str, Any]:
                 content.append({"type": "redacted_thinking", "data": part.data})
             case ToolCallPart():
                 content.append({"type": "tool_use", "id": part.id, "name": part.name, "input": part.input})
+            case ServerToolCallPart():
+                content.append({"type": "server_tool_use", "id": part.id, "name": part.name, "input": part.input})
+            case ServerToolResultPart():
+                content.append({"type": part.kind, "tool_use_id": part.call_id, "content": part.content})
             case ToolResultPart():
                 result: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.call_id}
                 # The API refuses an empty text block (HTTP 400), and the result stays in the history, so

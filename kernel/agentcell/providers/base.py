@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from ..errors import ProviderProtocolError
 from ..events import ImageBlock, TextBlock
+from ..records.agent import ServerTool
 from ..records.model import ModelConfig, ModelSettings
 from ..usage import FREE, InputBilling, Pricing, Usage
 
@@ -34,7 +35,10 @@ __all__ = [
     "RedactedThinkingPart",
     "ResponseAccumulator",
     "ResponseEnd",
+    "ResponsePart",
     "ResponseStart",
+    "ServerToolCallPart",
+    "ServerToolResultPart",
     "SignatureDelta",
     "StreamEvent",
     "TextDelta",
@@ -82,6 +86,25 @@ class ToolCallPart(_Model):
     input: dict[str, Any]
 
 
+class ServerToolCallPart(_Model):
+    """A call the provider ran itself (web search); sent back as it came, with its result."""
+
+    type: Literal["server_tool_call"] = "server_tool_call"
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+class ServerToolResultPart(_Model):
+    """What a server tool returned, in the provider's own shape (``kind``: its block type)."""
+
+    type: Literal["server_tool_result"] = "server_tool_result"
+    call_id: str
+    kind: str
+    """The provider's block type, e.g. ``web_search_tool_result``."""
+    content: Any = None
+
+
 class ToolResultPart(_Model):
     type: Literal["tool_result"] = "tool_result"
     call_id: str
@@ -92,9 +115,20 @@ class ToolResultPart(_Model):
 ImagePart = ImageBlock
 
 Part: TypeAlias = Annotated[
-    TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart | ToolResultPart | ImageBlock,
+    TextPart
+    | ThinkingPart
+    | RedactedThinkingPart
+    | ToolCallPart
+    | ServerToolCallPart
+    | ServerToolResultPart
+    | ToolResultPart
+    | ImageBlock,
     Field(discriminator="type"),
 ]
+ResponsePart: TypeAlias = (
+    TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart | ServerToolCallPart | ServerToolResultPart
+)
+"""What a response's content holds."""
 
 
 class Message(_Model):
@@ -116,6 +150,8 @@ class ModelRequest(_Model):
     system: str | None = None
     messages: list[Message]
     tools: list[ToolSchema] = []
+    server_tools: list[ServerTool] = []
+    """Tools the provider runs itself (only providers that have them accept them)."""
     settings: ModelSettings = ModelSettings()
 
 
@@ -131,7 +167,7 @@ class ResponseStart(_Model):
 class BlockStart(_Model):
     kind: Literal["block_start"] = "block_start"
     index: int = Field(ge=0)
-    block: Annotated[TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart, Field(discriminator="type")]
+    block: Annotated[ResponsePart, Field(discriminator="type")]
     """The block as it starts: empty text/thinking, or a tool call with its id and name and no input yet."""
 
 
@@ -215,7 +251,7 @@ def shows_output(event: StreamEvent) -> bool:
 
 
 class ModelResponse(_Model):
-    content: list[TextPart | ThinkingPart | RedactedThinkingPart | ToolCallPart]
+    content: list[Annotated[ResponsePart, Field(discriminator="type")]]
     stop_reason: str
     stop_details: dict[str, Any] | None = None
     usage: Usage = Usage()
@@ -249,7 +285,7 @@ class ResponseAccumulator:
                 if event.index in self._blocks:
                     raise ProviderProtocolError(f"content block {event.index} started twice")
                 self._blocks[event.index] = event.block.model_dump()
-                if isinstance(event.block, ToolCallPart):
+                if isinstance(event.block, ToolCallPart | ServerToolCallPart):
                     self._json[event.index] = []
             case TextDelta():
                 self._block(event.index, "text")["text"] += event.text
@@ -258,7 +294,8 @@ class ResponseAccumulator:
             case SignatureDelta():
                 self._block(event.index, "thinking")["signature"] = event.signature
             case ToolInputDelta():
-                self._block(event.index, "tool_call")
+                if self._blocks.get(event.index, {}).get("type") != "server_tool_call":
+                    self._block(event.index, "tool_call")
                 self._json[event.index].append(event.partial_json)
             case CitationDelta():
                 block = self._block(event.index, "text")

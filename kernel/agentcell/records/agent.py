@@ -23,6 +23,7 @@ __all__ = [
     "CustomTool",
     "McpServer",
     "MultiAgent",
+    "ServerTool",
     "ToolFilter",
     "ToolSpec",
     "check_overrides",
@@ -53,7 +54,19 @@ class ToolFilter(_Model):
     deny: list[str] = []
 
 
-ToolSpec: TypeAlias = Annotated[CustomTool | ToolFilter, Field(discriminator="type")]
+class ServerTool(_Model):
+    """A tool the model's provider runs on its side, beside the agent's own (Anthropic's web search and web
+    fetch): its calls and results are kept in the log and the history, and counted in ``server_tool_use``."""
+
+    type: Literal["server"] = "server"
+    name: Literal["web_search", "web_fetch"]
+    max_uses: int | None = Field(default=None, ge=1)
+    """The most times one request may use it."""
+    allowed_domains: list[str] | None = None
+    blocked_domains: list[str] | None = None
+
+
+ToolSpec: TypeAlias = Annotated[CustomTool | ToolFilter | ServerTool, Field(discriminator="type")]
 
 
 class McpServer(_Model):
@@ -135,6 +148,10 @@ class Agent(_Model):
     @property
     def custom_tools(self) -> list[CustomTool]:
         return [t for t in self.tools if isinstance(t, CustomTool)]
+
+    @property
+    def server_tools(self) -> list[ServerTool]:
+        return [t for t in self.tools if isinstance(t, ServerTool)]
 
     def snapshot(self) -> dict[str, Any]:
         """The agent for events (``session.updated``): everything but the MCP servers' env and headers,
