@@ -10,7 +10,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
-from ._format import format_usd
+from ._format import format_cost
 from .events import (
     AgentCustomToolUse,
     AgentMessage,
@@ -82,9 +82,7 @@ def event_lines(event: Event) -> list[str]:
             body = [f"{when} {who}thread {event.session_thread_id}: {event.agent_name} ({event.model})"]
         case SessionUsageEvent():
             u = event.usage
-            body = [
-                f"{when} {who}· session {u.input_tokens:,} in / {u.output_tokens:,} out · {format_usd(u.list_cost)}"
-            ]
+            body = [f"{when} {who}· session {u.input_tokens:,} in / {u.output_tokens:,} out · {format_cost(u)}"]
         case SessionError():
             body = [f"{when} {who}! {event.error.type}: {event.error.message}"]
         case SessionStatusIdle():

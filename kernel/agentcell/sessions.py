@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
+from .engine.budget import check_priced
 from .engine.deps import TurnDeps
 from .engine.history import History
 from .engine.inputs import CustomToolResult, Input, ToolChoice, message_blocks, opening_events, tool_choices
@@ -311,6 +312,8 @@ class Session:
         changed (for tools and MCP servers, the full materialised agent)."""
         if self.status == "terminated":
             raise SessionTerminatedError(f"session {self.id} was terminated; it cannot be updated")
+        if budget is not UNSET and budget is not None:
+            check_priced(self._engine.providers.resolve(self.agent.model))  # a cap must be able to fire
         apply_update(
             self._log,
             self._engine.agents,

@@ -9,6 +9,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ._validation import check_metadata, validated
+from .engine.budget import check_priced
 from .engine.updates import check_title, parse_budget, resolve_multiagent
 from .errors import SessionNotFoundError
 from .events import Event
@@ -62,6 +63,8 @@ class SessionsAPI:
             agent_id = agent
         pinned = self._engine.agents.get(agent_id, version)
         overrides = check_overrides(pinned, overrides)
+        if budget is not None:  # a budget on a model with no list price could not fire before the charge
+            check_priced(self._engine.providers.resolve(materialize(pinned, overrides).model))
         check_title(title)
         record = validated(
             SessionRecord,

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from ._format import format_usd
+from ._format import format_cost, format_usd
 from .events import (
     AgentCustomToolUse,
     AgentMessage,
@@ -167,10 +167,10 @@ class TurnView:
             f"out {u.output_tokens:,}",
             f"cache read {u.cache_read_input_tokens:,}",
             f"cache write {u.cache_creation_input_tokens:,}",
-            f"turn {format_usd(u.list_cost)}",
+            f"turn {format_cost(u)}",
         ]
         if self.session_usage is not None:
-            parts.append(f"session {format_usd(self.session_usage.list_cost)}")
+            parts.append(f"session {format_cost(self.session_usage)}")
         if self.budget is not None:
             spent = self.session_usage.list_cost if self.session_usage else Decimal(0)
             parts.append(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainSerializer
 
@@ -61,6 +61,14 @@ class ServerToolUse(_Frozen):
         )
 
 
+def _omit_none(value: object) -> bool:
+    return value is None
+
+
+def _omit_zero(value: object) -> bool:
+    return value == 0
+
+
 class Usage(_Frozen):
     """Usage of one model request, or the sum over many (``a + b``)."""
 
@@ -68,9 +76,23 @@ class Usage(_Frozen):
     output_tokens: Count = 0
     cache_read_input_tokens: Count = 0
     cache_creation: CacheCreation = CacheCreation()
-    server_tool_use: ServerToolUse = ServerToolUse()
-    list_cost: Money = _ZERO
-    """List cost in USD at public list prices, whatever discount the account has."""
+    server_tool_use: Annotated[ServerToolUse | None, Field(exclude_if=_omit_none)] = None
+    """Server-executed tool use; absent until the provider reported some tracking of it (seed 002)."""
+    list_cost: Annotated[Money | None, Field(exclude_if=_omit_none)] = None
+    """List cost in USD at public list prices, whatever discount the account has. Absent until a request
+    with a known list price was counted (a model with no known price has no cost, not a cost of $0)."""
+    unpriced_requests: Annotated[Count, Field(exclude_if=_omit_zero)] = 0
+    """Requests counted here whose model has no known list price: the cost is then incomplete, "unknown"."""
+
+    @property
+    def spent(self) -> Decimal:
+        """The list cost known so far (0 when none is tracked), for arithmetic."""
+        return self.list_cost if self.list_cost is not None else _ZERO
+
+    @property
+    def cost_known(self) -> bool:
+        """Whether ``list_cost`` is the whole cost: every request counted had a list price."""
+        return self.unpriced_requests == 0
 
     @property
     def cache_creation_input_tokens(self) -> int:
@@ -86,9 +108,19 @@ class Usage(_Frozen):
             output_tokens=self.output_tokens + other.output_tokens,
             cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
             cache_creation=self.cache_creation + other.cache_creation,
-            server_tool_use=self.server_tool_use + other.server_tool_use,
-            list_cost=self.list_cost + other.list_cost,
+            server_tool_use=_add_optional(self.server_tool_use, other.server_tool_use),
+            list_cost=_add_optional(self.list_cost, other.list_cost),
+            unpriced_requests=self.unpriced_requests + other.unpriced_requests,
         )
+
+
+def _add_optional(a: Any, b: Any) -> Any:
+    """Sum two figures either of which may be untracked (None): the tracked one, or their sum."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
 
 
 Pricing = Callable[[Usage], Decimal]
@@ -125,7 +157,8 @@ def flat_pricing(
             + usage.cache_creation.ephemeral_5m_input_tokens * p_5m
             + usage.cache_creation.ephemeral_1h_input_tokens * p_1h
         )
-        return tokens / _PER_MTOK + usage.server_tool_use.web_search_requests * p_search
+        searches = usage.server_tool_use.web_search_requests if usage.server_tool_use else 0
+        return tokens / _PER_MTOK + searches * p_search
 
     return price
 
@@ -160,5 +193,5 @@ class Budget(_Frozen):
     max_list_cost: Money = Field(gt=0)
     currency: Literal["USD"] = "USD"
 
-    def remaining(self, spent: Decimal) -> Decimal:
-        return max(_ZERO, self.max_list_cost - spent)
+    def remaining(self, spent: Decimal | None) -> Decimal:
+        return max(_ZERO, self.max_list_cost - (spent or _ZERO))

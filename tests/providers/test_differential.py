@@ -71,7 +71,7 @@ def _sdk_usage(usage: Any) -> Usage:
         output_tokens=usage.output_tokens,
         cache_read_input_tokens=usage.cache_read_input_tokens or 0,
         cache_creation=CacheCreation(ephemeral_5m_input_tokens=five, ephemeral_1h_input_tokens=hour),
-        server_tool_use=ServerToolUse(web_search_requests=tools.web_search_requests if tools else 0),
+        server_tool_use=ServerToolUse(web_search_requests=tools.web_search_requests) if tools else None,
     )
 
 

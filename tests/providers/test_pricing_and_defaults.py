@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from decimal import Decimal
-from typing import Any
 
-import genai_prices
 import pytest
-from genai_prices import data_snapshot
 
 from agentcell.errors import ConfigurationError
-from agentcell.providers._pricing import FALLBACK_MTOK, to_genai_usage
+from agentcell.providers._pricing import to_genai_usage
 from agentcell.providers.anthropic import AnthropicProvider
 from agentcell.providers.base import ModelConfig
 from agentcell.providers.defaults import default_model, register_http_providers
@@ -71,27 +67,12 @@ def test_a_known_model_behind_a_local_proxy_keeps_its_list_price() -> None:
         assert OpenAIProvider(api_key="k", base_url=url).pricing("gpt-4o")(usage) == listed == Decimal("12.5")
 
 
-def test_an_unknown_model_is_priced_as_the_dearest_of_its_provider(caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.WARNING)
-    price = AnthropicProvider(api_key="k").pricing("claude-from-the-future")(Usage(input_tokens=10**6))
-    assert price == Decimal(15)
-    assert "claude-from-the-future" in caplog.text
-
-
-@pytest.mark.parametrize("provider_id", sorted(FALLBACK_MTOK))
-def test_the_fallback_is_at_least_every_known_model(provider_id: str) -> None:
-    fallback_in, fallback_out = (Decimal(p) for p in FALLBACK_MTOK[provider_id])
-    snapshot: Any = data_snapshot.get_snapshot()
-    (provider,) = [p for p in snapshot.providers if p.id == provider_id]
-    for model in provider.models:
-        try:
-            result = genai_prices.calc_price(
-                genai_prices.Usage(input_tokens=10**6, output_tokens=10**6), model.id, provider_id=provider_id
-            )
-        except (LookupError, ValueError):
-            continue  # models priced per request or image only
-        assert result.input_price <= fallback_in, model.id
-        assert result.output_price <= fallback_out, model.id
+def test_an_unknown_model_has_no_list_price_not_a_guessed_one() -> None:
+    """Seed 002: 'Absent until cost tracking is available' — a model genai-prices does not know has no cost
+    (the fallback to the dearest model's price is gone: a guess is not a list price)."""
+    assert AnthropicProvider(api_key="k").pricing("claude-from-the-future") is None
+    assert OpenAIProvider(api_key="k").pricing("gpt-from-the-future") is None
+    assert AnthropicProvider(api_key="k").pricing("claude-sonnet-4-5") is not None
 
 
 def test_registration_serves_every_prefix_and_bare_claude_names() -> None:

@@ -114,8 +114,8 @@ def test_spend_never_exceeds_the_budget(
             if isinstance(result.stop_reason, ev.BudgetReached):
                 break
         snapshots = session.events(types=["session.usage"])
-        assert all(s.usage.list_cost <= budget for s in snapshots)  # type: ignore[union-attr]
-        assert session.usage.list_cost <= budget
+        assert all(s.usage.spent <= budget for s in snapshots)  # type: ignore[union-attr]
+        assert session.usage.spent <= budget
         if tool_loop:
             # A tool loop runs until the budget or max_turns stops it.
             assert isinstance(result.stop_reason, ev.BudgetReached | ev.MaxTurns)
@@ -188,7 +188,7 @@ def test_usage_beyond_what_a_request_could_produce_is_priced_at_its_worst_case(
         for _ in range(len(overshoot)):
             if isinstance(session.send_sync("go").stop_reason, ev.BudgetReached):
                 break
-        assert session.usage.list_cost <= budget
+        assert session.usage.spent <= budget
         anomalies = [e for e in session.events(types=["session.error"]) if "anomaly" in e.error.type]  # type: ignore[union-attr]
         over = 0
         for request, factor in zip(provider.requests, overshoot * 20, strict=False):

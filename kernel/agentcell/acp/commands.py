@@ -8,13 +8,12 @@ Any other text starting with ``/`` (a path, say) goes to the model as it is.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from acp.schema import AvailableCommand, AvailableCommandInput, UnstructuredCommandInput
 
 from .. import ModelConfig, OutcomeSpec
-from .._format import format_usd
+from .._format import format_cost, format_usd
 from ..errors import AgentCellError, InvalidInputError
 from .config import PERMISSIONS, model_config, model_options
 
@@ -89,7 +88,7 @@ def _usage(session: Session) -> str:
         ("output tokens", f"{u.output_tokens:,}"),
         ("cache read tokens", f"{u.cache_read_input_tokens:,}"),
         ("cache write tokens", f"{u.cache_creation_input_tokens:,}"),
-        ("list cost", format_usd(u.list_cost)),
+        ("list cost", format_cost(u)),
     ]
     if session.budget is not None:
         left = session.budget.remaining(u.list_cost)
@@ -170,7 +169,7 @@ def _run(engine: Engine, session: Session, name: str, arguments: str) -> Command
             session.update(title=arguments or None)
             return CommandResult(f"title: {session.title or '(none)'}")
         case "session":
-            spent = format_usd(session.usage.list_cost if session.usage else Decimal(0))
+            spent = format_cost(session.usage)
             return CommandResult(
                 f"session `{session.id}`: agent {session.agent.name} v{session.agent.version}, "
                 f"{len(session.events())} events, {spent}. In a notebook: `%session resume {session.id}`"

@@ -180,7 +180,8 @@ class UpdateMapper:
         return self._usage_update(session.usage)
 
     def _usage_update(self, usage: Usage) -> UsageUpdate:
-        cost = Cost(amount=float(usage.list_cost), currency="USD")
+        known = usage.list_cost is not None and usage.cost_known  # an unknown cost is not sent as a figure
+        cost = Cost(amount=float(usage.spent), currency="USD") if known else None
         return UsageUpdate(
             session_update="usage_update", used=self._used, size=context_window(self._model()), cost=cost
         )

@@ -11,14 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from .._format import format_usd
-from ..errors import BudgetExhaustedError
+from ..errors import BudgetExhaustedError, InvalidInputError
 from ..providers.base import ModelRequest, Provider
-from ..usage import InputBilling, Pricing, worst_case_cost
+from ..usage import InputBilling, Pricing, flat_pricing, worst_case_cost
 from .log import SessionLog
 
-__all__ = ["MIN_USEFUL_OUTPUT", "RequestPlan", "fit_request"]
+if TYPE_CHECKING:
+    from ..providers.registry import ResolvedModel
+
+__all__ = ["MIN_USEFUL_OUTPUT", "RequestPlan", "check_priced", "fit_request", "model_pricing"]
 
 MIN_USEFUL_OUTPUT = 128
 """The fewest output tokens a shortened request may keep (or ``max_tokens``, when that is fewer)."""
@@ -33,12 +37,54 @@ class RequestPlan:
     """The ``max_tokens`` asked for, when the budget lowered it."""
 
 
+def model_pricing(resolved: ResolvedModel) -> Pricing | None:
+    """The list prices a request is billed at: the model config's own, else the provider's; None when the
+    model has no known list price."""
+    prices = resolved.config.prices
+    if prices is not None:
+        return flat_pricing(
+            prices.input_mtok,
+            prices.output_mtok,
+            cache_read_mtok=prices.cache_read_mtok,
+            cache_write_5m_mtok=prices.cache_write_5m_mtok,
+            cache_write_1h_mtok=prices.cache_write_1h_mtok,
+            web_search_k=prices.web_search_k,
+        )
+    return resolved.provider.pricing(resolved.model)
+
+
+def unpriced_message(model: str) -> str:
+    return (
+        f"the model {model!r} has no known list price, so a budget cannot be held to it (the cap could not "
+        f"fire at or before the charge). Give its prices in USD per million tokens: model={{'id': '{model}', "
+        "'prices': {'input_mtok': '3', 'output_mtok': '15'}}, or in a notebook %model "
+        f"{model} --prices 3/15; or remove the budget"
+    )
+
+
+def check_priced(resolved: ResolvedModel) -> None:
+    """Refuse a budget on a model with no known list price, saying how to give prices."""
+    if model_pricing(resolved) is None:
+        raise InvalidInputError(unpriced_message(resolved.config.id))
+
+
 async def fit_request(
-    log: SessionLog, provider: Provider, pricing: Pricing, request: ModelRequest, *, shorten: bool = True
+    log: SessionLog,
+    provider: Provider,
+    pricing: Pricing | None,
+    request: ModelRequest,
+    *,
+    shorten: bool = True,
+    model: str = "",
 ) -> RequestPlan:
     """The request as it can be sent within the budget; raises BudgetExhaustedError (saying why and what to
-    do) when not even a useful minimum of output fits. ``shorten`` False: the whole ``max_tokens`` or
-    nothing (a grader's verdict cut short is no verdict)."""
+    do) when not even a useful minimum of output fits, or when there is a budget and the model has no list
+    price. ``shorten`` False: the whole ``max_tokens`` or nothing (a grader's verdict cut short is no
+    verdict)."""
+    if pricing is None:
+        if log.budget is not None:
+            raise BudgetExhaustedError(unpriced_message(model or request.model))
+        return RequestPlan(request, Decimal(0))
     billing = provider.input_billing(request)
     max_tokens = request.settings.max_tokens
     bound = provider.input_token_bound(request)

@@ -207,7 +207,7 @@ class SessionLog:
         """Hold ``worst_case`` of the budget for a request; False when it does not fit what remains."""
         budget = self.budget
         with self._lock:
-            if budget is not None and self.usage.list_cost + self._reserved + worst_case > budget.max_list_cost:
+            if budget is not None and self.usage.spent + self._reserved + worst_case > budget.max_list_cost:
                 return False
             self._reserved += worst_case
             return True
@@ -218,7 +218,7 @@ class SessionLog:
         if budget is None:
             return None
         with self._lock:
-            return budget.max_list_cost - self.usage.list_cost - self._reserved
+            return budget.max_list_cost - self.usage.spent - self._reserved
 
     def release_budget(self, worst_case: Decimal) -> None:
         with self._lock:

@@ -57,7 +57,7 @@ from ..providers.base import (
 from ..records.agent import Agent
 from ..tools.base import ToolCall, ToolResult
 from ..usage import Pricing, Usage
-from .budget import fit_request
+from .budget import fit_request, model_pricing
 from .deps import TurnDeps
 from .log import SessionLog
 from .request import AWAITING_CLIENT, SessionTool, offered_tools, system_prompt
@@ -211,8 +211,8 @@ class TurnRunner:
         fit what remains of the budget is not sent. ``record`` False: no previews and no content events.
         """
         log = self.log
-        pricing = resolved.provider.pricing(resolved.model)
-        plan = await fit_request(log, resolved.provider, pricing, request, shorten=record)
+        pricing = model_pricing(resolved)
+        plan = await fit_request(log, resolved.provider, pricing, request, shorten=record, model=resolved.config.id)
         request, worst = plan.request, plan.worst_case
         for attempt in range(ENGINE_RETRY.max_retries + 1):
             if not log.reserve_budget(worst):
@@ -264,7 +264,7 @@ class TurnRunner:
         self,
         start: SpanModelRequestStart,
         usage: Usage,
-        pricing: Pricing,
+        pricing: Pricing | None,
         ceiling: Decimal,
         *,
         stop_reason: str | None = None,
@@ -272,6 +272,10 @@ class TurnRunner:
         """Close the request's span with its priced usage and add that to the session's usage. A cost past
         the request's worst case (``ceiling``) is usage the request could not have produced: it is priced at
         the ceiling, so the budget holds, and reported as a provider anomaly."""
+        if pricing is None:  # no known list price: the request's cost is unknown, not $0
+            priced = usage.model_copy(update={"list_cost": None, "unpriced_requests": 1})
+            self._close_span(start, priced, stop_reason)
+            return
         cost = pricing(usage)
         if cost > ceiling:
             self._emit_error(
@@ -281,7 +285,9 @@ class TurnRunner:
                 f"tokens reported, max_tokens {start.max_tokens}); it is counted at {format_usd(ceiling)}",
             )
             cost = ceiling
-        priced = usage.model_copy(update={"list_cost": cost})
+        self._close_span(start, usage.model_copy(update={"list_cost": cost}), stop_reason)
+
+    def _close_span(self, start: SpanModelRequestStart, priced: Usage, stop_reason: str | None) -> None:
         self.log.emit(
             self.log.make(
                 SpanModelRequestEnd,

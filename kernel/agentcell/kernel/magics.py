@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_cell_magic, line_magic, magics_class
 
-from .._format import format_usd
+from .._format import format_cost, format_usd
 from ..errors import AgentCellError
 
 if TYPE_CHECKING:
@@ -224,8 +224,8 @@ class AgentCellMagics(Magics):  # type: ignore[misc]  # IPython is untyped
             ("cache write tokens (5m / 1h)", f"{u.cache_creation.ephemeral_5m_input_tokens:,} / "
              f"{u.cache_creation.ephemeral_1h_input_tokens:,}"),
             ("web searches / fetches", f"{u.server_tool_use.web_search_requests} / "
-             f"{u.server_tool_use.web_fetch_requests}"),
-            ("list cost", format_usd(u.list_cost)),
+             f"{u.server_tool_use.web_fetch_requests}" if u.server_tool_use else "not tracked"),
+            ("list cost", format_cost(u)),
         ]  # fmt: skip
         if session.budget is not None:
             remaining = session.budget.remaining(u.list_cost)
@@ -254,7 +254,7 @@ class AgentCellMagics(Magics):  # type: ignore[misc]  # IPython is untyped
             if action == "show":
                 s = host.session
                 print(f"session {s.id}  {s.status}  title={s.title!r}  agent {s.agent.name} v{s.agent.version}")
-                print(f"events: {host.engine.store.count_events(s.id)}  list cost: {format_usd(s.usage.list_cost)}")
+                print(f"events: {host.engine.store.count_events(s.id)}  list cost: {format_cost(s.usage)}")
             elif action == "new":
                 s = host.new_session()
                 print(f"new session {s.id}")

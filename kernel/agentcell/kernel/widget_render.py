@@ -67,7 +67,7 @@ def turn_costs(session: Session, *, limit: int = SPARKLINE_TURNS) -> list[str]:
         if isinstance(event, UserMessage):
             costs.append(None)
         elif isinstance(event, SpanModelRequestEnd) and costs:
-            costs[-1] = (costs[-1] or 0) + event.model_usage.list_cost
+            costs[-1] = (costs[-1] or 0) + event.model_usage.spent
     return [str(c or 0) for c in costs[-limit:]]
 
 

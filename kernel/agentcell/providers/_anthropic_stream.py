@@ -82,6 +82,8 @@ class _UsageState:
         self.write_1h = 0
         self.web_search = 0
         self.web_fetch = 0
+        self.server_tracked = False
+        """Whether the API reported server tool use at all (seed 002: absent until tracked)."""
 
     def apply(self, raw: object) -> Usage:
         try:
@@ -104,6 +106,7 @@ class _UsageState:
             self.write_1h = min(self.write_1h, total)
             self.write_5m = total - self.write_1h
         if wire.server_tool_use is not None:
+            self.server_tracked = True
             self.web_search = wire.server_tool_use.web_search_requests or 0
             self.web_fetch = wire.server_tool_use.web_fetch_requests or 0
         return self.snapshot()
@@ -116,7 +119,9 @@ class _UsageState:
             cache_creation=CacheCreation(
                 ephemeral_5m_input_tokens=self.write_5m, ephemeral_1h_input_tokens=self.write_1h
             ),
-            server_tool_use=ServerToolUse(web_search_requests=self.web_search, web_fetch_requests=self.web_fetch),
+            server_tool_use=ServerToolUse(web_search_requests=self.web_search, web_fetch_requests=self.web_fetch)
+            if self.server_tracked
+            else None,
         )
 
 

@@ -111,8 +111,9 @@ class Entry(_Model):
     prompt: str = ""
     """The latest user text of the request, shortened: to name the cell in messages."""
     events: list[StreamEvent]
-    list_cost: Money = Decimal(0)
-    """The live provider's list cost of the final usage: replay charges exactly this."""
+    list_cost: Money | None = Decimal(0)
+    """The live provider's list cost of the final usage: replay charges exactly this (None: the model had
+    no known list price)."""
     prices: Prices = Prices()
     """The live rates, for what a replay must price without a recorded answer (a budget's worst case)."""
     seconds: float | None = None
@@ -138,7 +139,8 @@ def recorded_pricing(entries: Iterable[Entry]) -> Pricing:
     exact: dict[str, Decimal] = {}
     prices = Prices()
     for entry in entries:
-        exact[usage_key(entry.usage)] = entry.list_cost
+        if entry.list_cost is not None:
+            exact[usage_key(entry.usage)] = entry.list_cost
         prices = entry.prices
     linear = prices.pricing()
 

@@ -100,7 +100,7 @@ class AnthropicProvider(Provider):
     def __repr__(self) -> str:
         return f"AnthropicProvider(base_url={self.base_url!r})"
 
-    def pricing(self, model: str) -> Pricing:
+    def pricing(self, model: str) -> Pricing | None:
         return self._pricing or genai_pricing("anthropic", model)
 
     async def aclose(self) -> None:

@@ -358,8 +358,9 @@ class Provider(ABC):
     def stream(self, request: ModelRequest) -> AsyncIterator[StreamEvent]:
         """Stream one response. Raise ProviderError (never another exception type) when it fails."""
 
-    def pricing(self, model: str) -> Pricing:
-        """List prices for ``model``; free unless the provider knows better."""
+    def pricing(self, model: str) -> Pricing | None:
+        """List prices for ``model`` (free unless the provider knows better); None when it has no known
+        list price: its cost is then unknown, and no budget can be held to it."""
         del model
         return FREE
 

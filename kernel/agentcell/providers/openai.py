@@ -96,7 +96,7 @@ class OpenAIProvider(Provider):
         del request
         return "plain"  # OpenAI-compatible servers cache prompts on their own and bill no cache writes
 
-    def pricing(self, model: str) -> Pricing:
+    def pricing(self, model: str) -> Pricing | None:
         if self._pricing is not None:
             return self._pricing
         if self.name in ("ollama", "vllm"):

@@ -233,12 +233,14 @@ class ReplayProvider(Provider):
             self._live = self._build()
         return self._live
 
-    def pricing(self, model: str) -> Pricing:
+    def pricing(self, model: str) -> Pricing | None:
         replayer = self.replayer
         if replayer.mode in ("off", "record"):
             return self.live().pricing(model)
         entries = replayer.recording.for_model(replayer.model_key(self.model_id))
         if entries:
+            if any(entry.list_cost is None for entry in entries):
+                return None  # recorded with no list price: its cost stays unknown on replay too
             return recorded_pricing(entries)
         if replayer.mode == "replay":
             return FREE  # nothing of this model can be answered, so nothing will be charged
@@ -335,8 +337,8 @@ class ReplayProvider(Provider):
                 cell=cell,
                 prompt=last_user_text(request),
                 events=events,
-                list_cost=pricing(usage) if usage is not None else Decimal(0),
-                prices=Prices.probe(pricing),
+                list_cost=(pricing(usage) if usage is not None else Decimal(0)) if pricing is not None else None,
+                prices=Prices.probe(pricing) if pricing is not None else Prices(),
                 seconds=round(time.perf_counter() - began, 3),
                 minted_ids=list(digest.minted_ids),
             )

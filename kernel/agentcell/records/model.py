@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["ModelConfig", "ModelSettings"]
+__all__ = ["ListPrices", "ModelConfig", "ModelSettings"]
 
 
 class _Model(BaseModel):
@@ -25,6 +26,19 @@ class ModelSettings(_Model):
     """Provider-specific request fields, passed through."""
 
 
+class ListPrices(_Model):
+    """A model's list prices in USD per million tokens, for a model genai-prices does not know. Cache
+    prices default to Anthropic's ratios of the input price (read 0.1x, 5-minute write 1.25x, 1-hour 2x)."""
+
+    input_mtok: Decimal = Field(ge=0)
+    output_mtok: Decimal = Field(ge=0)
+    cache_read_mtok: Decimal | None = Field(default=None, ge=0)
+    cache_write_5m_mtok: Decimal | None = Field(default=None, ge=0)
+    cache_write_1h_mtok: Decimal | None = Field(default=None, ge=0)
+    web_search_k: Decimal = Field(default=Decimal(0), ge=0)
+    """Per thousand web searches."""
+
+
 class ModelConfig(_Model):
     """A model name plus its request settings, as an agent stores it.
 
@@ -37,6 +51,8 @@ class ModelConfig(_Model):
     temperature: float | None = Field(default=None, ge=0, le=2)
     thinking_budget: int | None = Field(default=None, ge=1)
     base_url: str | None = None
+    prices: ListPrices | None = None
+    """List prices to use instead of genai-prices' (a model it does not know has no known cost otherwise)."""
     extra: dict[str, Any] = {}
 
     def settings(self) -> ModelSettings:
