@@ -184,7 +184,10 @@ def function_tool(
         args = [values.pop(p) for p in positional]
         if is_async:
             return await fn(*args, **values)
-        return await asyncio.to_thread(fn, *args, **values)
+        outcome = await asyncio.to_thread(_in_thread, fn, args, values)
+        if isinstance(outcome, _Raised):
+            return ToolResult.error(f"{type(outcome.exception).__name__}: {outcome.exception}".rstrip(": "))
+        return outcome
 
     return ToolDefinition(
         name=tool_name,
@@ -197,6 +200,20 @@ def function_tool(
         timeout=timeout,
         origin=origin,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Raised:
+    exception: BaseException
+
+
+def _in_thread(fn: Callable[..., Any], args: list[Any], values: dict[str, Any]) -> Any:
+    """Call a plain function in the worker thread, keeping what it raises there: a GeneratorExit or
+    KeyboardInterrupt carried across into the event loop's future breaks the interpreter's bookkeeping."""
+    try:
+        return fn(*args, **values)
+    except BaseException as exc:
+        return _Raised(exc)
 
 
 def _input_model(

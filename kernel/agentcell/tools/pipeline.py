@@ -148,7 +148,8 @@ class ToolPipeline:
                 answer = hook(call)
                 if inspect.isawaitable(answer):
                     answer = await answer
-            except Exception as exc:
+            except BaseException as exc:
+                _reraise_cancellation(exc)
                 return _hook_failed("a pre-execute hook", exc), "pre"
             if answer is None:
                 continue
@@ -204,7 +205,8 @@ class ToolPipeline:
         except ApprovalUnavailable as exc:
             state.denied_by = "no-view"
             return ToolResult.error(f"not run: {_describe(exc)}", "DENIED")
-        except Exception as exc:
+        except BaseException as exc:
+            _reraise_cancellation(exc)
             state.denied_by = "approver"
             return ToolResult.error(f"not run: asking the user failed ({_describe(exc)})", "APPROVAL_FAILED")
         decision = answer if isinstance(answer, ApprovalDecision) else ApprovalDecision(allow=answer is True)
@@ -224,7 +226,8 @@ class ToolPipeline:
             proceed = _wrap(hook, context.call, proceed)
         try:
             result: object = await proceed()
-        except Exception as exc:
+        except BaseException as exc:
+            _reraise_cancellation(exc)
             # The tool's own failures were materialized inside; what escapes is an around hook's.
             return _hook_failed("an around-dispatch hook", exc)
         if not isinstance(result, ToolResult):
@@ -239,7 +242,8 @@ class ToolPipeline:
                 replaced: object = hook(call, result)
                 if inspect.isawaitable(replaced):
                     replaced = await replaced
-            except Exception as exc:
+            except BaseException as exc:
+                _reraise_cancellation(exc)
                 return _hook_failed("a post-execute hook", exc), "post"
             if replaced is None:
                 continue
@@ -275,9 +279,20 @@ async def _invoke(definition: ToolDefinition, context: ToolContext) -> ToolResul
         if definition.timeout is not None and deadline.expired():
             return ToolResult.error(f"{definition.name} timed out after {definition.timeout:g} s", "TIMEOUT")
         return ToolResult.error(_describe(exc))
-    except (Exception, SystemExit) as exc:  # a tool calling sys.exit() must not end the turn
+    except BaseException as exc:
+        # SystemExit, KeyboardInterrupt, GeneratorExit, a CancelledError of the tool's own: a result, never
+        # the turn's or the kernel's end (the loop would let a KeyboardInterrupt out and stop).
+        _reraise_cancellation(exc)
         return ToolResult.error(_describe(exc))
     return as_result(value)
+
+
+def _reraise_cancellation(exc: BaseException) -> None:
+    """Let the turn's own cancellation through; everything else a tool or hook raises is theirs."""
+    if isinstance(exc, asyncio.CancelledError):
+        task = asyncio.current_task()
+        if task is None or task.cancelling():
+            raise exc
 
 
 def _consult(guard: Guard, call: ToolCall) -> GuardDecision:
@@ -285,7 +300,8 @@ def _consult(guard: Guard, call: ToolCall) -> GuardDecision:
     a guard that raises or answers anything else denies (fail closed)."""
     try:
         decision: object = guard(call)
-    except Exception as exc:
+    except BaseException as exc:
+        _reraise_cancellation(exc)
         return Deny(f"a guard failed ({_describe(exc)}), so the call is not run")
     if inspect.iscoroutine(decision):
         decision.close()  # never awaited on purpose: guards are synchronous
