@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import functools
 import os
+import stat
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -146,12 +147,28 @@ class PermissionPolicy:
         real = self.resolve(path)
         if kind == "edit" and self.preset == "read-only":
             raise OutsideWorkspaceError(f"the read-only preset does not allow writing {path}")
-        if not approved and self.preset != "danger-full-access" and not self.contains(real):
-            raise OutsideWorkspaceError(
-                f"{path} resolves to {real}, outside the workspace {self.workspace}; "
-                "touching it needs the user's approval"
-            )
+        info = _stat(real)
+        if info is not None and not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+            # A FIFO would block the tool forever; a device or socket is no file to read or write.
+            raise OutsideWorkspaceError(f"{path} is not a regular file (a FIFO, socket or device); the file tools "
+                                        "read and write regular files only")  # fmt: skip
+        if not approved and self.preset != "danger-full-access":
+            if not self.contains(real):
+                raise OutsideWorkspaceError(
+                    f"{path} resolves to {real}, outside the workspace {self.workspace}; "
+                    "touching it needs the user's approval"
+                )
+            if info is not None and _aliased(info):
+                raise OutsideWorkspaceError(
+                    f"{path} is a hard link ({info.st_nlink} names for one file), so the same file may be outside "
+                    "the workspace; touching it needs the user's approval"
+                )
         return real
+
+    def inside(self, real: Path) -> bool:
+        """Whether the preset counts ``real`` as inside: under the workspace or a temp dir, and not a file
+        with other names (a hard link), which could be outside."""
+        return self.contains(real) and not _aliased(_stat(real))
 
     # ------------------------------------------------------------------------------------------ verdicts
 
@@ -196,19 +213,32 @@ class PermissionPolicy:
             for raw, _ in named:
                 real = self.resolve(raw)
                 verb = "read" if kind == "read" else "write"
-                if self.contains(real):
+                if self.inside(real):
                     weigh(table[kind][0], f"{tool} would {verb} {real}", f"{tool}:{kind}")
                     continue
                 outside = True
                 where = real if real.is_dir() else real.parent
-                weigh(
-                    table[kind][1],
-                    f"{tool} would {verb} {real}, outside the workspace {self.workspace}",
-                    f"{tool}:{kind}:{where}",
+                why = (
+                    "outside the workspace"
+                    if not self.contains(real)
+                    else "a hard link that may be outside the workspace"
                 )
+                weigh(table[kind][1], f"{tool} would {verb} {real}, {why} {self.workspace}", f"{tool}:{kind}:{where}")
         if worst == "allow":
             return Verdict("allow", outside=outside)
         reason = "; ".join(dict.fromkeys(reasons))
         if worst == "deny":
             reason = f"the {self.preset} preset does not allow this: {reason}"
         return Verdict(worst, reason, tuple(dict.fromkeys(keys)), outside)
+
+
+def _stat(real: Path) -> os.stat_result | None:
+    try:
+        return os.stat(real)
+    except OSError:
+        return None  # not there (yet): nothing to alias
+
+
+def _aliased(info: os.stat_result | None) -> bool:
+    """A regular file with more than one name: a hard link, whose other name may be anywhere."""
+    return info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1
