@@ -16,6 +16,7 @@ import asyncio
 import email.utils
 import json
 import logging
+import os
 import random
 import re
 import time
@@ -87,6 +88,11 @@ class RetryPolicy:
     initial_delay: float = 0.5
     max_delay: float = 8.0
     max_retry_after: float = 60.0
+    stall_seconds: float = field(default_factory=lambda: float(os.environ.get("AGENTCELL_STALL_SECONDS") or 30))
+    """A stream that delivers nothing (keep-alive pings do not count) for this long fails as a retryable
+    stall: a stalled server cannot hold a cell for the read timeout's ten minutes."""
+    max_total_seconds: float = 180.0
+    """Retries stop once this long has passed since the first attempt began."""
 
     def delay(self, retries_done: int, retry_after: float | None) -> float:
         if retry_after is not None and 0 < retry_after <= self.max_retry_after:
@@ -255,17 +261,21 @@ class HTTPStreamer:
         that a missing key or a bad setting raises where the caller consumes the stream."""
         url, headers, body = prepare()
         retries = 0
+        loop = asyncio.get_running_loop()
+        began = loop.time()
         while True:
             released = answered = False
+            watch = _StallWatch(loop, self.retry.stall_seconds)
             try:
-                async with self._client.stream("POST", url, headers=headers, content=body) as response:
-                    answered = True
-                    if response.status_code >= 400:
-                        raise status_error(response, await _json_or_text(response), context)
-                    feed = parser()
-                    held: list[StreamEvent] = []
-                    async for sse in EventSource(response).aiter_sse():
-                        for event in feed.feed(sse):
+                watch.start()
+                try:
+                    async with self._client.stream("POST", url, headers=headers, content=body) as response:
+                        answered = True
+                        watch.reading = False
+                        if response.status_code >= 400:
+                            raise status_error(response, await _json_or_text(response), context)
+                        held: list[StreamEvent] = []
+                        async for event in _parsed(response, parser(), watch):
                             if released:
                                 yield event
                             elif shows_output(event):
@@ -276,16 +286,29 @@ class HTTPStreamer:
                                 yield event
                             else:
                                 held.append(event)
-                    held.extend(feed.finish())
-                    for event in held:
-                        yield event
+                        for event in held:
+                            yield event
+                except asyncio.CancelledError:
+                    if not watch.fired():
+                        raise
+                    raise ProviderConnectionError(
+                        f"{context.display}: the stream stalled: nothing arrived for {watch.seconds:g} s "
+                        "(AGENTCELL_STALL_SECONDS sets how long to wait)",
+                        provider=context.provider,
+                        retryable=True,
+                    ) from None
+                finally:
+                    watch.stop()
                 return
             except ProviderError as exc:
                 error = _scrubbed(exc, context.secrets)
             except _FAILURES as exc:
                 error = _failure(exc, context, answered=answered)
+            spent = loop.time() - began
             if released or not error.retryable or retries >= self.retry.max_retries:
                 raise error
+            if spent >= self.retry.max_total_seconds:
+                raise error  # retrying longer would hold the cell past what anyone waits for
             wait = self.retry.delay(retries, error.retry_after)
             retries += 1
             log.info(
@@ -308,6 +331,68 @@ _FAILURES = (
     UnicodeEncodeError,
 )
 """What an HTTP exchange raises besides our own ProviderErrors; :func:`_failure` types each."""
+
+
+async def _parsed(response: httpx.Response, feed: StreamParser, watch: _StallWatch) -> AsyncIterator[StreamEvent]:
+    """The response's stream events, the stall watch told of every wait for the server and of progress."""
+    source = EventSource(response).aiter_sse().__aiter__()
+    loop = watch.loop
+    while True:
+        watch.reading = True  # only a wait for the server can stall, not the reader's own work
+        try:
+            sse = await source.__anext__()
+        except StopAsyncIteration:
+            break
+        finally:
+            watch.reading = False
+        events = feed.feed(sse)
+        if events:  # a keep-alive ping makes none: it does not count as the stream going on
+            watch.last = loop.time()
+        for event in events:
+            yield event
+    for event in feed.finish():
+        yield event
+
+
+class _StallWatch:
+    """One timer per stall period (not per event: the hot path only stores a time): when the stream has
+    delivered nothing for ``seconds`` while we wait on the server, it cancels the reading task, and the
+    stream turns that cancellation into a retryable stall error."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, seconds: float) -> None:
+        self.loop = loop
+        self.seconds = seconds
+        self.last = loop.time()
+        self.reading = True
+        self._task: asyncio.Task[Any] | None = None
+        self._handle: asyncio.TimerHandle | None = None
+        self._fired = False
+
+    def start(self) -> None:
+        self._task = asyncio.current_task()
+        self.last = self.loop.time()
+        self._handle = self.loop.call_at(self.last + self.seconds, self._check)
+
+    def _check(self) -> None:
+        now = self.loop.time()
+        if self.reading and now - self.last >= self.seconds and self._task is not None:
+            self._fired = True
+            self._task.cancel()
+            return
+        self._handle = self.loop.call_at(max(now, self.last) + self.seconds, self._check)
+
+    def fired(self) -> bool:
+        """Whether the cancellation was this watch's; then it is taken back (the task goes on)."""
+        if self._fired and self._task is not None:
+            self._fired = False
+            self._task.uncancel()
+            return True
+        return False
+
+    def stop(self) -> None:
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
 
 
 def _failure(exc: Exception, context: ErrorContext, *, answered: bool) -> ProviderError:
