@@ -13,7 +13,7 @@ import agentcell
 
 PACKAGE = Path(agentcell.__file__).parent
 
-RECORDS = ("records", "events", "usage", "errors", "ids", "_validation", "_format", "_version")
+RECORDS = ("records", "events", "usage", "errors", "ids", "_validation", "_format", "_version", "_secrets")
 """The bottom layer: data and its validation."""
 
 ALLOWED: dict[str, tuple[str, ...]] = {

@@ -16,9 +16,11 @@ from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel
 
+from .._secrets import scrub, secret_values
 from ..events import (
     ContentBlock,
     Event,
+    EventDelta,
     Outcome,
     RequiresAction,
     SessionOutcomeUpdated,
@@ -26,8 +28,10 @@ from ..events import (
     SessionTurnsSuperseded,
     SessionUsageEvent,
     StreamItem,
+    TextBlock,
     UserCustomToolResult,
     is_preview,
+    stream_item_adapter,
 )
 from ..ids import new_id
 from ..records.agent import Agent, materialize
@@ -59,6 +63,8 @@ class SessionLog:
         self._lock = threading.Lock()
         self._steering: dict[str | None, list[list[ContentBlock]]] = {}
         """Per thread: guidance steered in and not yet given to the model."""
+        self._secrets = secret_values()
+        """What no event may carry (API keys a model or a tool printed): scrubbed on the way in."""
         self._last_known: str | None = _UNSEEN
         """The id of the newest event this log knows the store holds (see :meth:`catch_up`)."""
 
@@ -115,8 +121,27 @@ class SessionLog:
         fields.setdefault("id", new_id("sevt"))
         return cls(created_at=utc_now(), session_id=self.id, **fields)
 
+    def refresh_secrets(self) -> None:
+        """Read the process's secrets again (a turn starts: a key may have been set since)."""
+        self._secrets = secret_values()
+
+    def _scrubbed(self, item: StreamItem) -> StreamItem:
+        if isinstance(item, EventDelta):
+            content = item.delta.content
+            if isinstance(content, TextBlock) and any(s in content.text for s in self._secrets):
+                text = scrub(content.text, self._secrets)
+                delta = item.delta.model_copy(update={"content": content.model_copy(update={"text": text})})
+                return item.model_copy(update={"delta": delta})
+            return item
+        raw = item.model_dump_json()
+        cleaned = scrub(raw, self._secrets)
+        return item if cleaned == raw else stream_item_adapter.validate_json(cleaned)
+
     def emit(self, item: StreamItem) -> None:
-        """Append a buffered event durably (previews are not stored), then show it to every listener."""
+        """Append a buffered event durably (previews are not stored), then show it to every listener. No
+        secret of the process reaches either: it is replaced by ``[redacted]`` first."""
+        if self._secrets:
+            item = self._scrubbed(item)
         if not is_preview(item):
             event = cast(Event, item)
             self.store.append(event)

@@ -162,6 +162,7 @@ class TurnSupervisor:
             except BaseException:
                 lease.release()
                 raise
+            self.log.refresh_secrets()
             turn = ActiveTurn(asyncio.get_running_loop(), ThreadManager(self.log, deps), lease)
             self._turn = turn
         unsubscribe = self.log.subscribe(turn.see)

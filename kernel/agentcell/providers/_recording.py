@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
@@ -23,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .._secrets import scrub, secret_values
 from ..errors import InvalidInputError
 from ..usage import CacheCreation, Money, Pricing, ServerToolUse, Usage, flat_pricing
 from ._fingerprint import canonical_json
@@ -31,9 +31,6 @@ from .base import StreamEvent, TextDelta, ThinkingDelta, ToolInputDelta, UsageUp
 __all__ = ["CellRef", "Entry", "Prices", "Recording", "recorded_pricing", "recording_path"]
 
 HEADER = {"format": "agentcell-recording", "version": 1}
-_SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
-_MIN_SECRET_LENGTH = 8  # shorter values ("1", "true") would redact ordinary text
-REDACTED = "[redacted]"
 _PROBE_TOKENS = 1000  # small enough to stay in every provider's first price tier
 
 
@@ -151,18 +148,6 @@ def recorded_pricing(entries: Iterable[Entry]) -> Pricing:
     return price
 
 
-def _secret_values(environ: Mapping[str, str]) -> list[str]:
-    values = {v for k, v in environ.items() if _SECRET_ENV.search(k) and len(v) >= _MIN_SECRET_LENGTH}
-    return sorted(values, key=len, reverse=True)
-
-
-def _redact_text(text: str, secrets: Sequence[str]) -> str:
-    for secret in secrets:
-        for spelling in {secret, json.dumps(secret)[1:-1]}:  # as is, and as escaped inside a JSON string
-            text = text.replace(spelling, REDACTED)
-    return text
-
-
 _DELTA_FIELDS: dict[type[BaseModel], str] = {
     TextDelta: "text",
     ThinkingDelta: "thinking",
@@ -177,7 +162,7 @@ def redact_events(events: Sequence[StreamEvent], secrets: Sequence[str]) -> list
     for event in events:
         if (field := _DELTA_FIELDS.get(type(event))) is not None:
             joined.setdefault((event.index, type(event)), []).append(getattr(event, field))  # type: ignore[union-attr]
-    leaking = {key for key, parts in joined.items() if _redact_text("".join(parts), secrets) != "".join(parts)}
+    leaking = {key for key, parts in joined.items() if scrub("".join(parts), secrets) != "".join(parts)}
     result: list[StreamEvent] = []
     for event in events:
         key = (getattr(event, "index", -1), type(event))
@@ -186,17 +171,17 @@ def redact_events(events: Sequence[StreamEvent], secrets: Sequence[str]) -> list
             continue
         if parts := joined.pop(key, None):  # the block's first delta carries all of it
             field = _DELTA_FIELDS[type(event)]
-            result.append(event.model_copy(update={field: _redact_text("".join(parts), secrets)}))
+            result.append(event.model_copy(update={field: scrub("".join(parts), secrets)}))
     return result
 
 
 def redact(entry: Entry, environ: Mapping[str, str] | None = None) -> str:
     """The entry's line, with no value of a credential-like environment variable left in it."""
-    secrets = _secret_values(os.environ if environ is None else environ)
+    secrets = secret_values(environ)
     if not secrets:
         return entry.model_dump_json()
     safe = entry.model_copy(update={"events": redact_events(entry.events, secrets)})
-    return _redact_text(safe.model_dump_json(), secrets)
+    return scrub(safe.model_dump_json(), secrets)
 
 
 class Recording:

@@ -1,0 +1,47 @@
+"""The secrets of this process (values of credential-like environment variables), and text without them.
+
+What a model or a tool prints may contain an API key; no copy of one may reach the event log, a notebook,
+an HTML page, a recording or widget state. Everything that leaves the process through those goes through
+:func:`scrub` with :func:`secret_values`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+
+__all__ = ["REDACTED", "keep_secret", "scrub", "secret_values"]
+
+SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+MIN_SECRET_LENGTH = 8
+"""Shorter values ("1", "true") would redact ordinary text."""
+REDACTED = "[redacted]"
+
+
+_kept: set[str] = set()
+"""Secrets this process holds outside its environment (a key typed into a hidden prompt)."""
+
+
+def keep_secret(value: str) -> None:
+    """Treat ``value`` as a secret from now on, though no environment variable holds it."""
+    if len(value) >= MIN_SECRET_LENGTH:
+        _kept.add(value)
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The values of credential-like variables of ``environ`` (this process's by default) and the secrets
+    kept by :func:`keep_secret`, longest first."""
+    source = os.environ if environ is None else environ
+    values = {v for k, v in source.items() if SECRET_ENV.search(k) and len(v) >= MIN_SECRET_LENGTH}
+    return sorted(values | (_kept if environ is None else set()), key=len, reverse=True)
+
+
+def scrub(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with every secret replaced, as written and as escaped inside a JSON string."""
+    for secret in secrets:
+        for spelling in {secret, json.dumps(secret)[1:-1]}:
+            if spelling in text:
+                text = text.replace(spelling, REDACTED)
+    return text
