@@ -196,3 +196,40 @@ def test_usage_beyond_what_a_request_could_produce_is_priced_at_its_worst_case(
             reported = Usage(input_tokens=int(bound * factor), output_tokens=int(request.settings.max_tokens * factor))
             over += PRICING(reported) > worst_case_cost(PRICING, bound, request.settings.max_tokens)
         assert len(anomalies) == over  # each over-report said so, and nothing else
+
+
+def test_parallel_threads_wait_for_each_others_reservations_instead_of_starving(tmp_path: Path) -> None:
+    """Issue 21, 7: six threads' worst-case reservations must not make the budget unusable: a request that
+    fits what is unspent waits for requests in flight to settle, rather than being refused."""
+    from agentcell import ScriptedDelay
+
+    tasks = [f"part {n}" for n in range(6)]
+    coordinator = [
+        ScriptedResponse(steps=[ScriptedToolCall(name="spawn_thread", input={"task": t}) for t in tasks]),
+        ScriptedResponse(steps=[ScriptedToolCall(name="wait_thread", input={}) for _ in tasks]),
+        ScriptedResponse(steps=[ScriptedText(text="all six done")]),
+    ]
+
+    def respond(request: ModelRequest) -> ScriptedResponse:
+        first = request.messages[0].content[0]
+        if getattr(first, "text", "").startswith("part "):
+            # Small real usage after a while: each worst case is large, what is charged is not.
+            return ScriptedResponse(
+                steps=[ScriptedDelay(seconds=0.05), ScriptedText(text="done")],
+                usage=Usage(input_tokens=10, output_tokens=5),
+            )
+        return coordinator.pop(0)
+
+    provider = ScriptedProvider(respond, pricing=PRICING)
+    with Engine(tmp_path / "db", providers={"scripted": provider}, tools=SimpleTools()) as engine:
+        agent = engine.agents.create(
+            name="lead", model={"id": "scripted", "max_tokens": 500}, multiagent={"inline_agents": True}
+        )
+        probe = ModelRequest(model="scripted", messages=[])
+        one = worst_case_cost(PRICING, provider.input_token_bound(probe) + 2_000, 500)
+        session = engine.sessions.create(agent=agent.id, budget=one * 3)  # room for about 3 in flight, not 7
+        result = session.send_sync("split the work")
+    assert result.stop_reason == ev.EndTurn() and result.text == "all six done"
+    idles = [e for e in result.events if isinstance(e, ev.SessionThreadStatusIdle)]
+    assert [i.stop_reason.type for i in idles] == ["end_turn"] * 6
+    assert session.usage.spent <= one * 3

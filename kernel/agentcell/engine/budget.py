@@ -96,10 +96,12 @@ async def fit_request(
     if counted is not None and counted < bound:
         bound = counted
         worst = worst_case_cost(pricing, bound, max_tokens, billing)
-        room = log.budget_room()
-        if room is None or worst <= room:
-            return RequestPlan(request, worst)
-    assert room is not None
+    while (room := log.budget_room()) is not None and worst > room and worst <= room + log.reserved:
+        # What others hold for requests in flight (threads beside this one) is not spent: wait for them to
+        # settle rather than shorten or refuse this request, so a fan of threads cannot starve a turn.
+        await log.reservations_settle()
+    if room is None or worst <= room:
+        return RequestPlan(request, worst)
     fits = _most_output(pricing, bound, max_tokens, billing, room)
     minimum = min(max_tokens, MIN_USEFUL_OUTPUT) if shorten else max_tokens
     if fits >= minimum:

@@ -9,6 +9,7 @@ until the runner delivers it. Everything under ``engine/`` works on a ``SessionL
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Collection, Iterator
 from decimal import Decimal
@@ -51,6 +52,11 @@ Listener = Callable[[StreamItem], None]
 _UNSEEN = "(not looked yet)"
 
 
+def _settle(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class SessionLog:
     def __init__(self, store: Store, record: SessionRecord, agent: Agent) -> None:
         self.store = store
@@ -59,6 +65,8 @@ class SessionLog:
         self._histories: dict[str | None, History] = {}
         self._usage: Usage | None = None
         self._reserved = Decimal(0)
+        self._settling: list[asyncio.Future[None]] = []
+        """Requests waiting for others' reservations to be released."""
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
         self._steering: dict[str | None, list[list[ContentBlock]]] = {}
@@ -245,9 +253,24 @@ class SessionLog:
         with self._lock:
             return budget.max_list_cost - self.usage.spent - self._reserved
 
+    @property
+    def reserved(self) -> Decimal:
+        """What requests in flight hold of the budget."""
+        return self._reserved
+
+    async def reservations_settle(self) -> None:
+        """Wait until a request in flight releases what it held."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._settling.append(waiter)
+        await waiter
+
     def release_budget(self, worst_case: Decimal) -> None:
         with self._lock:
             self._reserved -= worst_case
+            waiting, self._settling = self._settling, []
+        for waiter in waiting:
+            if not waiter.done():
+                waiter.get_loop().call_soon_threadsafe(_settle, waiter)
 
     # ------------------------------------------------------------------------------------------ steering
 

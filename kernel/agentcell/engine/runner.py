@@ -212,15 +212,18 @@ class TurnRunner:
         """
         log = self.log
         pricing = model_pricing(resolved)
-        plan = await fit_request(log, resolved.provider, pricing, request, shorten=record, model=resolved.config.id)
+        model, asked = resolved.config.id, request
+        plan = await fit_request(log, resolved.provider, pricing, asked, shorten=record, model=model)
         request, worst = plan.request, plan.worst_case
         for attempt in range(ENGINE_RETRY.max_retries + 1):
-            if not log.reserve_budget(worst):
-                raise BudgetExhaustedError(
-                    "the budget cannot cover another attempt at the request; raise the budget to go on"
-                    if attempt
-                    else ""
-                )
+            while not log.reserve_budget(worst):
+                if attempt:
+                    raise BudgetExhaustedError(
+                        "the budget cannot cover another attempt at the request; raise the budget to go on"
+                    )
+                # Another thread reserved between the fit and now: fit again (it waits or shortens).
+                plan = await fit_request(log, resolved.provider, pricing, asked, shorten=record, model=model)
+                request, worst = plan.request, plan.worst_case
             try:
                 start = log.make(
                     SpanModelRequestStart,
