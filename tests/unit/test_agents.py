@@ -120,3 +120,11 @@ def test_list_shows_the_latest_version_of_each_agent(engine: Engine) -> None:
     b = engine.agents.create(name="b", model="scripted")
     engine.agents.update(a.id, name="a2")
     assert {(x.id, x.version, x.name) for x in engine.agents.list()} == {(a.id, 2, "a2"), (b.id, 1, "b")}
+
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://host/mcp", "http://", "/local/path"])
+def test_an_mcp_server_url_that_is_no_http_url_is_refused_when_given(engine: Engine, url: str) -> None:
+    """Issue 21, 10: told at once, not at the next turn."""
+    with pytest.raises(InvalidInputError, match="http:// or https://"):
+        engine.agents.create(name="a", model="scripted", mcp_servers=[{"name": "s", "type": "http", "url": url}])
+    assert engine.agents.list() == []

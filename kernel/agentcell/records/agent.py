@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeAlias
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -87,6 +88,10 @@ class McpServer(_Model):
             raise ValueError("a stdio MCP server needs a command")
         if self.type == "http" and not self.url:
             raise ValueError("an http MCP server needs a url")
+        if self.url is not None:
+            parts = urlsplit(self.url)
+            if parts.scheme not in ("http", "https") or not parts.netloc:
+                raise ValueError(f"an MCP server's url is http:// or https:// with a host, not {self.url!r}")
         return self
 
 
