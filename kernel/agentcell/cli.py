@@ -154,7 +154,7 @@ def _run(args: argparse.Namespace) -> int:
     print(f"wrote {out}", file=sys.stderr)
     status = _report_replay(nb, path, mode, failed=status != 0) or status
     if args.html is not None:
-        from .kernel.html_export import write_html
+        from .render.notebook_html import write_html
 
         html = Path(args.html).resolve() if args.html else out.with_suffix(".html")
         write_html(nb, html)
@@ -195,8 +195,8 @@ def _replay_mode(notebook: Path, *, record: bool, live: bool) -> str:
 
 def _not_recorded(nb: Any) -> list[str]:
     """The "not recorded" errors of the executed notebook's turns (each names its cell)."""
-    from .kernel.render import TURN_MIMETYPE
     from .providers.replay import NOT_RECORDED
+    from .render.renderer import TURN_MIMETYPE
 
     found = []
     for cell in nb.cells:

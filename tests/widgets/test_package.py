@@ -46,5 +46,5 @@ def test_the_wheel_carries_the_bundle(tmp_path: Path) -> None:
     (wheel,) = tmp_path.glob("agentcell-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"agentcell_widgets/static/turn.js", "agentcell_widgets/static/turn.css"} <= names
-    assert "agentcell/kernel/widget_render.py" in names
+    assert "agentcell/render/widget_renderer.py" in names
     assert not [n for n in names if "node_modules" in n or n.startswith("widgets/js")]

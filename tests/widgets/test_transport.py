@@ -9,7 +9,7 @@ from pathlib import Path
 import ipykernel
 import pytest
 
-from agentcell.kernel.widget_render import HELLO_GRACE
+from agentcell.render.widget_renderer import HELLO_GRACE
 
 from .conftest import TurnDriver, write_script
 

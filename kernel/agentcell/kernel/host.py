@@ -22,14 +22,14 @@ from traitlets.config import Configurable
 
 from ..errors import TurnInterrupted, UserError
 from ..records.common import PERMISSION_PRESETS
-from .render import MarkdownRenderer, RendererFactory, TurnRenderer
+from ..render.markdown_renderer import MarkdownRenderer
+from ..render.renderer import RendererFactory, TurnRenderer
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from ..core import Engine
     from ..engine.outcomes import OutcomeSpec
-    from ..events import Event, StreamItem
     from ..records.agent import Agent
     from ..sessions import Session, TurnResult
 
@@ -140,7 +140,7 @@ class NotebookAgent:
         rate = self.config.max_updates_per_second
         if self.config.renderer == "markdown":
             return MarkdownRenderer(session, max_rate=rate)
-        from .widget_render import WidgetRenderer
+        from ..render.widget_renderer import WidgetRenderer
 
         return WidgetRenderer(session, max_rate=rate)
 
@@ -255,18 +255,10 @@ class NotebookAgent:
         except UserError as exc:
             raise UsageError(str(exc)) from None
         # The renderer listens to the session itself rather than to this coroutine: when an interrupt
-        # cancels us, the turn's closing events (answered tool calls, the idle status) still reach it.
-        from ..events import SessionStatusIdle, is_preview
-        from ..sessions import TurnResult
-
-        seen: list[Event] = []
-
-        def show(item: StreamItem) -> None:
-            renderer.on_item(item)
-            if not is_preview(item):
-                seen.append(cast("Event", item))
-
-        unsubscribe = session.subscribe(show)
+        # cancels us, the turn's closing events (answered tool calls, the idle status) still reach it, and
+        # the session's record of the turn (last_turn) is complete however it ended.
+        before = session.last_turn
+        unsubscribe = session.subscribe(renderer.on_item)
         tool_choice, self.next_tool_choice = self.next_tool_choice, ()
         try:
             self.last = await session.ask(text, tool_choice=tool_choice)
@@ -277,8 +269,8 @@ class NotebookAgent:
             raise TurnInterrupted from None
         finally:
             unsubscribe()
-            stop = next((e.stop_reason for e in reversed(seen) if isinstance(e, SessionStatusIdle)), None)
-            renderer.close(TurnResult(stop_reason=stop, events=seen) if stop is not None else None)
+            ended = session.last_turn
+            renderer.close(ended if ended is not before else None)
 
     def close(self) -> None:
         engine, self._engine = self._engine, None

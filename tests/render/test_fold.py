@@ -1,4 +1,4 @@
-"""The transcript fold: previews, reconciliation, abandoned attempts, tool cards, usage."""
+"""The turn fold: previews, reconciliation, abandoned attempts, tool cards, usage."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 from agentcell import events as ev
-from agentcell.transcript import TurnView
+from agentcell.render.fold import TurnFold
 from agentcell.usage import Budget, Usage
 
 
@@ -19,7 +19,7 @@ def delta(event_id: str, text: str) -> ev.EventDelta:
 
 
 def test_previews_stream_and_the_buffered_event_wins() -> None:
-    view = TurnView()
+    view = TurnFold()
     view.apply(ev.EventStart(event=ev.PreviewRef(type="agent.message", id="m1")))
     view.apply(delta("m1", "Hel"))
     view.apply(delta("m1", "lo"))
@@ -29,7 +29,7 @@ def test_previews_stream_and_the_buffered_event_wins() -> None:
 
 
 def test_a_failed_attempt_drops_its_unreconciled_preview() -> None:
-    view = TurnView()
+    view = TurnFold()
     view.apply(ev.EventStart(event=ev.PreviewRef(type="agent.message", id="m1")))
     view.apply(delta("m1", "Hello wor"))
     view.apply(ev.SpanModelRequestEnd(**env("x"), model_request_start_id="s1", is_error=True, model_usage=Usage()))
@@ -39,7 +39,7 @@ def test_a_failed_attempt_drops_its_unreconciled_preview() -> None:
 
 
 def test_tool_cards_follow_their_calls() -> None:
-    view = TurnView()
+    view = TurnFold()
     view.apply(ev.AgentToolUse(**env("t1"), call_id="c", name="python", input={"code": "1 + 1"}))
     assert view.tools["t1"].status == "running"
     assert "```python\n1 + 1\n```" in view.to_markdown()
@@ -47,12 +47,16 @@ def test_tool_cards_follow_their_calls() -> None:
     assert view.tools["t1"].status == "completed"
     view.apply(ev.AgentToolUse(**env("t2"), call_id="d", name="bash", input={"command": "rm -rf /"}))
     refusal = ev.TextBlock(text="The user declined this call.")
-    view.apply(ev.AgentToolResult(**env("r2"), tool_use_id="t2", content=[refusal], is_error=True))
+    view.apply(
+        ev.AgentToolResult(
+            **env("r2"), tool_use_id="t2", content=[refusal], is_error=True, error_code="DECLINED", denied_by="user"
+        )
+    )
     assert view.tools["t2"].status == "denied"
 
 
 def test_usage_line_sums_the_turn_and_shows_the_budget() -> None:
-    view = TurnView()
+    view = TurnFold()
     one = Usage(input_tokens=1000, output_tokens=10, list_cost=Decimal("0.0032"))
     view.apply(ev.SpanModelRequestEnd(**env("a"), model_request_start_id="s", model_usage=one))
     view.apply(ev.SpanModelRequestEnd(**env("b"), model_request_start_id="s", model_usage=one))
@@ -64,7 +68,7 @@ def test_usage_line_sums_the_turn_and_shows_the_budget() -> None:
 
 
 def test_a_sub_agent_thread_is_nested_under_the_call_that_spawned_it() -> None:
-    view = TurnView()
+    view = TurnFold()
     view.apply(ev.AgentToolUse(**env("spawn"), call_id="c", name="spawn_thread", input={"task": "count"}))
     view.apply(
         ev.SessionThreadCreated(

@@ -13,14 +13,14 @@ from agentcell.events import (
     SessionStatusIdle,
     TextBlock,
 )
-from agentcell.kernel.fallback_html import fallback_html
-from agentcell.transcript import TurnView
+from agentcell.render.fallback_html import fallback_html
+from agentcell.render.fold import TurnFold
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def view_of(*events: object) -> TurnView:
-    view = TurnView()
+def view_of(*events: object) -> TurnFold:
+    view = TurnFold()
     for event in events:
         view.apply(event)  # type: ignore[arg-type]
     return view

@@ -1,6 +1,6 @@
 """The static HTML of a finished turn, for viewers without the widget (nbconvert, nbviewer, GitHub).
 
-Built from the same :class:`~agentcell.transcript.TurnView` fold as the Markdown fallback. Safe by
+Built from the same :class:`~agentcell.render.fold.TurnFold` as the Markdown fallback. Safe by
 construction: the model's Markdown is rendered by markdown-it with raw HTML off (a ``<script>`` in the
 text comes out as text), links are validated by markdown-it (no ``javascript:``), images are kept only
 from ``data:`` raster URLs or relative paths (the notebook's own origin), and everything else is escaped.
@@ -16,14 +16,14 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from ..events import ImageBlock, TextBlock
-from ..transcript import _clip  # the same clipping as the Markdown fallback
+from .markdown import clip, outcome_heading  # the same clipping and wording as the Markdown fallback
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
     from markdown_it.utils import EnvType, OptionsDict
 
-    from ..transcript import ToolCard, TurnView
+    from .fold import OutcomeState, ToolState, TurnFold
 
 __all__ = ["FALLBACK_CLASS", "fallback_html"]
 
@@ -65,24 +65,26 @@ def render_markdown(text: str) -> str:
     return str(_markdown().render(text))
 
 
-def fallback_html(view: TurnView, *, footer: str) -> str:
+def fallback_html(view: TurnFold, *, footer: str) -> str:
     """The turn as one ``<div class="agentcell-fallback">``: messages, thinking, tool cards (with the
-    sub-agent threads they spawned, collapsible), errors, cost."""
+    sub-agent threads they spawned, collapsible), outcomes, errors, cost."""
     out = [f'<div class="{FALLBACK_CLASS}">', *_blocks_html(view)]
+    out.extend(_outcome_html(outcome) for outcome in view.outcomes.values())
     out.extend(f"<p>⚠️ {escape(error)}</p>" for error in view.errors)
     out.append(f"<p><small>{escape(footer)}</small></p>")
     out.append("</div>")
     return "\n".join(out)
 
 
-def _thread_html(view: TurnView, thread: str) -> str:
+def _thread_html(view: TurnFold, thread: str) -> str:
     title = escape(view.thread_titles.get(thread, thread))
-    status = escape(view.thread_status.get(thread, "running"))
-    body = "\n".join(_blocks_html(view.threads[thread]))
+    inner = view.threads[thread]
+    status = escape(inner.status)
+    body = "\n".join([*_blocks_html(inner), *(f"<p>⚠️ {escape(error)}</p>" for error in inner.errors)])
     return f"<details><summary>🧵 thread {title} — {status}</summary>{body}</details>"
 
 
-def _blocks_html(view: TurnView) -> list[str]:
+def _blocks_html(view: TurnFold) -> list[str]:
     out: list[str] = []
     for kind, key in view.blocks:
         if kind == "message":
@@ -93,7 +95,7 @@ def _blocks_html(view: TurnView) -> list[str]:
                     out.append("<p><em>(interrupted)</em></p>")
         elif kind == "thinking":
             thought = view.thinking.get(key)
-            body = render_markdown(_clip(thought)) if thought else "<p><em>thinking…</em></p>"
+            body = render_markdown(clip(thought)) if thought else "<p><em>thinking…</em></p>"
             out.append(f"<details><summary>💭 Thinking</summary>{body}</details>")
         else:
             out.append(_tool_html(view.tools[key]))
@@ -103,21 +105,40 @@ def _blocks_html(view: TurnView) -> list[str]:
     return out
 
 
-def _tool_html(card: ToolCard) -> str:
+def _tool_html(card: ToolState) -> str:
     code = card.input.get("code") if card.name == "python" else None
     shown = code if isinstance(code, str) else json.dumps(card.input, indent=2, ensure_ascii=False)
     parts = [
         f"<p>🔧 <strong>{escape(card.name)}</strong> — {escape(card.status)}</p>",
-        f"<pre><code>{escape(_clip(shown))}</code></pre>",
+        f"<pre><code>{escape(clip(shown))}</code></pre>",
     ]
     for block in card.output:
         parts.append(_output_html(block))
     return '<div class="agentcell-fallback-tool">' + "".join(parts) + "</div>"
 
 
+def _outcome_html(outcome: OutcomeState) -> str:
+    parts = [
+        f"<p>🎯 <strong>{escape(outcome_heading(outcome))}</strong></p>",
+        f"<blockquote>{escape(outcome.description)}</blockquote>",
+    ]
+    if outcome.rubric:
+        parts.append(f"<details><summary>Rubric</summary><pre>{escape(clip(outcome.rubric))}</pre></details>")
+    verdicts = sorted(outcome.verdicts, key=lambda v: v.iteration)
+    if verdicts:
+        items = "".join(
+            f"<li>revision {v.iteration}: <strong>{escape(v.result or 'evaluating…')}</strong>"
+            + (f" — {escape(v.explanation)}" if v.explanation else "")
+            + "</li>"
+            for v in verdicts
+        )
+        parts.append(f"<ul>{items}</ul>")
+    return '<section class="agentcell-fallback-outcome">' + "".join(parts) + "</section>"
+
+
 def _output_html(block: Any) -> str:
     if isinstance(block, TextBlock):
-        return f"<pre>{escape(_clip(block.text))}</pre>" if block.text else ""
+        return f"<pre>{escape(clip(block.text))}</pre>" if block.text else ""
     if isinstance(block, ImageBlock):
         media, data = block.source.media_type, block.source.data
         if media in _IMAGE_TYPES and _BASE64.match(data):

@@ -4,8 +4,8 @@ Transport (design.md, "The flow of one cell", step 7):
 
 * Every item of the turn goes into a numbered log (the first one is a ``widget.context`` item carried in
   the widget's initial state). Items are sent as custom messages ``{"type": "items", "start", "items"}``
-  at most ``max_rate`` times a second; consecutive text deltas of one block are merged, so a batch never
-  repeats text.
+  at most ``max_rate`` times a second (the shared :class:`~.throttle.Throttle`); consecutive text deltas
+  of one block are merged, so a batch never repeats text.
 * The browser's view announces itself with ``{"type": "hello", "from": n}`` when it renders (and again
   if it finds a gap); the kernel answers with the log from ``n``. The first hello *during the turn* proves
   that comms flow while the cell runs: the renderer logs ``widget.live`` (the view then offers Stop,
@@ -33,13 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ApprovalUnavailable
 from ..events import EventDelta, EventStart, SpanModelRequestEnd, UserMessage
-from ..transcript import TurnView
-from .fallback_html import fallback_html
-from .render import fallback_bundle
+from ._ipython import display
+from .renderer import fallback_bundle, fold_of
+from .throttle import Throttle
 
 if TYPE_CHECKING:
-    from ..events import Event, StreamItem
-    from ..sessions import Session, TurnResult
+    from .. import Session, StreamItem, TurnResult
     from ..tools.base import ApprovalDecision, ApprovalRequest
 
 __all__ = ["HELLO_GRACE", "WidgetRenderer", "compact", "turn_costs"]
@@ -75,15 +74,11 @@ class WidgetRenderer:
     """One turn's widget. Created on the kernel's loop by the host; see the module docstring."""
 
     def __init__(self, session: Session, *, max_rate: float = 30.0) -> None:
-        from IPython.display import display
-
         from agentcell_widgets import TurnWidget
 
         self._session = session
         self._loop = asyncio.get_running_loop()
-        self._interval = 1.0 / max_rate
-        self._last_flush = 0.0
-        self._timer: asyncio.TimerHandle | None = None
+        self._throttle = Throttle(self._flush, max_rate=max_rate)
         self._closed = False
         self._live = False
         self._hello = asyncio.Event()
@@ -102,7 +97,6 @@ class WidgetRenderer:
         self._sent = 1  # the context travels in the widget's initial state
         self._final: list[dict[str, Any]] = [context]
         """The compact durable log: the log without previews, set as the widget's state at the end."""
-        self._events: list[Event] = []
         self.widget = TurnWidget(items=[context])
         self.widget.on_msg(self._on_msg)
         display(self.widget)
@@ -122,9 +116,8 @@ class WidgetRenderer:
         elif isinstance(item, EventStart):
             self._log.append(compact(item))  # previews are live only: the buffered event supersedes them
         else:
-            self._events.append(item)
             self._push(compact(item))
-        self._schedule()
+        self._throttle.changed()
 
     def _push(self, data: dict[str, Any]) -> None:
         self._log.append(data)
@@ -145,43 +138,22 @@ class WidgetRenderer:
             return
         self._log.append(item.model_dump(mode="json"))
 
-    def _schedule(self) -> None:
-        if self._timer is not None or self._closed:
-            return
-        wait = self._last_flush + self._interval - time.monotonic()
-        if wait <= 0:
-            self._flush()
-        else:
-            self._timer = self._loop.call_later(wait, self._flush)
-
-    def _flush(self) -> None:
-        self._timer = None
+    def _flush(self) -> bool:
         if self._sent >= len(self._log):
-            return
-        self._last_flush = time.monotonic()
+            return False
         self._send_from(self._sent)
+        return True
 
     def _send_from(self, start: int) -> None:
         self.widget.send({"type": "items", "start": start, "items": self._log[start:]})
         self._sent = len(self._log)
 
     def close(self, result: TurnResult | None) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._flush()
+        self._throttle.close(flush=True)
         self._closed = True
         self._withdraw_approver()
         self.widget.items = self._final  # once: the state a saved notebook re-renders
-        view = TurnView()
-        for event in result.events if result is not None else self._events:
-            view.apply(event)
-        from IPython.display import display
-
-        bundle = fallback_bundle(view, result)
-        footer = view.usage_line() + (f" · stop: {view.stop_reason}" if view.stop_reason else "")
-        bundle["text/html"] = fallback_html(view, footer=footer)
-        display(bundle, raw=True)
+        display(fallback_bundle(fold_of(result), result, html=True), raw=True)
 
     # ------------------------------------------------------------------------------------------ approvals
 
@@ -207,7 +179,7 @@ class WidgetRenderer:
                 "preset": request.preset,
             }
         )
-        self._schedule()
+        self._throttle.changed()
         return await self._session.approvals(request)
 
     def _go_live(self) -> None:

@@ -29,7 +29,9 @@ def to_html(nb: Any) -> str:
         from nbconvert import HTMLExporter
     except ImportError:  # pragma: no cover - nbconvert comes with every Jupyter server
         raise ConfigurationError("writing HTML needs nbconvert: pip install nbconvert") from None
-    exporter = HTMLExporter(extra_template_basedirs=[str(TEMPLATES)], template_name="agentcell_html")
+    exporter = HTMLExporter(  # type: ignore[no-untyped-call]  # nbconvert is untyped
+        extra_template_basedirs=[str(TEMPLATES)], template_name="agentcell_html"
+    )
     body, _ = exporter.from_notebook_node(nb)
     return str(body)
 

@@ -1,0 +1,285 @@
+"""A turn as a reader sees it: a pure fold over stream items.
+
+The kernel's Markdown renderer streams it, the static fallbacks of a saved notebook (Markdown, HTML) print
+it, and ``agentcell run`` reports it; the same fold serves all of them, live and from stored events. The
+widget's fold (``widgets/js/src/fold.ts``) reads the same fields; see :mod:`.statuses` for the rules both
+follow. Rendering lives in :mod:`.markdown` and :mod:`.fallback_html`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..events import (
+    AgentCustomToolUse,
+    AgentMessage,
+    AgentThinking,
+    AgentToolResult,
+    AgentToolUse,
+    EventDelta,
+    EventStart,
+    FileRubric,
+    SessionError,
+    SessionOutcomeUpdated,
+    SessionStatusIdle,
+    SessionThreadCreated,
+    SessionThreadStatusIdle,
+    SessionUsageEvent,
+    SpanModelRequestEnd,
+    SpanOutcomeEvaluationEnd,
+    SpanOutcomeEvaluationStart,
+    StreamItem,
+    TextBlock,
+    UserDefineOutcome,
+    UserMessage,
+    UserToolConfirmation,
+    is_preview,
+)
+from ..usage import Budget, Usage
+from .statuses import ToolState, thread_status, tool_status, turn_status
+
+__all__ = ["OutcomeState", "ToolState", "TurnFold", "Verdict"]
+
+
+@dataclass
+class Verdict:
+    """The grader's verdict on one revision cycle; ``result`` is None while it grades."""
+
+    iteration: int
+    result: str | None = None
+    explanation: str = ""
+
+
+@dataclass
+class OutcomeState:
+    outcome_id: str
+    description: str
+    max_iterations: int
+    rubric: str = ""
+    status: str = "pending"
+    """The latest ``session.outcome_updated``'s ``outcome.status`` (see ``events.OutcomeStatus``)."""
+    iteration: int = 0
+    explanation: str | None = None
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    def verdict(self, iteration: int) -> Verdict:
+        found = next((v for v in self.verdicts if v.iteration == iteration), None)
+        if found is None:
+            found = Verdict(iteration)
+            self.verdicts.append(found)
+        return found
+
+
+@dataclass
+class TurnFold:
+    """Folds the items of one turn. ``apply`` is the only way in; rendering reads the state."""
+
+    prompt: str = ""
+    blocks: list[tuple[str, str]] = field(default_factory=list)
+    """In order: ("message", event id) / ("thinking", event id) / ("tool", tool_use_id)."""
+    texts: dict[str, str] = field(default_factory=dict)
+    interrupted: set[str] = field(default_factory=set)
+    thinking: dict[str, str] = field(default_factory=dict)
+    tools: dict[str, ToolState] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    outcomes: dict[str, OutcomeState] = field(default_factory=dict)
+    turn_usage: Usage = field(default_factory=Usage)
+    session_usage: Usage | None = None
+    budget: Budget | None = None
+    stop_reason: str | None = None
+    """The ``type`` of the turn's stop reason once ``session.status_idle`` arrived (a thread's fold: of its
+    ``session.thread_status_idle``)."""
+    turn_over: bool = False
+    """The turn's ``session.status_idle`` arrived: calls still unanswered will not run in it."""
+    previewed: set[str] = field(default_factory=set)
+    """Ids opened by a preview and not yet confirmed by their buffered event."""
+    threads: dict[str, TurnFold] = field(default_factory=dict)
+    """Sub-agent threads of the turn, each its own fold, shown nested under the tool call that spawned it."""
+    thread_titles: dict[str, str] = field(default_factory=dict)
+    thread_of_tool: dict[str, str] = field(default_factory=dict)
+    """tool_use_id of a spawn call -> the thread it created."""
+    thread_id: str | None = None
+    """The thread this fold covers (None: the primary thread); items of other threads nest."""
+
+    def apply(self, item: StreamItem) -> None:
+        if not self._apply_thread(item):
+            self._apply_own(item)
+        if not is_preview(item):
+            self._restatus()
+
+    @property
+    def status(self) -> str:
+        """The turn's (or this thread's) status, in the vocabulary of :mod:`.statuses`."""
+        return turn_status(self.stop_reason) if self.thread_id is None else thread_status(self.stop_reason)
+
+    @property
+    def thread_status(self) -> dict[str, str]:
+        return {thread: fold.status for thread, fold in self.threads.items()}
+
+    def _apply_thread(self, item: StreamItem) -> bool:
+        """Fold a sub-agent thread's item into that thread's fold; False for this fold's own items."""
+        thread_id = getattr(item, "thread_id", None)
+        if isinstance(item, SessionThreadCreated):
+            self.thread_titles[item.session_thread_id] = f"{item.agent_name} ({item.model})"
+            if item.tool_use_id is not None:
+                self.thread_of_tool[item.tool_use_id] = item.session_thread_id
+            self._thread(item.session_thread_id)
+            return True
+        if thread_id == self.thread_id or not isinstance(thread_id, str):
+            return False
+        self._thread(thread_id).apply(item)
+        if isinstance(item, SpanModelRequestEnd):  # the turn pays for its threads too
+            self.turn_usage = self.turn_usage + item.model_usage
+        return True
+
+    def _thread(self, thread_id: str) -> TurnFold:
+        fold = self.threads.get(thread_id)
+        if fold is None:
+            fold = self.threads[thread_id] = TurnFold(thread_id=thread_id, turn_over=self.turn_over)
+        return fold
+
+    def _apply_own(self, item: StreamItem) -> None:
+        match item:
+            case UserMessage():
+                self.prompt = "".join(b.text for b in item.content if isinstance(b, TextBlock))
+            case EventStart():
+                kind = "message" if item.event.type == "agent.message" else "thinking"
+                self._open(kind, item.event.id)
+                self.previewed.add(item.event.id)
+                if kind == "message":
+                    self.texts.setdefault(item.event.id, "")
+            case EventDelta():
+                if isinstance(item.delta.content, TextBlock) and item.event_id in self.texts:
+                    self.texts[item.event_id] += item.delta.content.text
+            case AgentMessage():
+                self._open("message", item.id)
+                self.previewed.discard(item.id)
+                self.texts[item.id] = "".join(b.text for b in item.content if isinstance(b, TextBlock))
+                if item.interrupted:
+                    self.interrupted.add(item.id)
+            case AgentThinking():
+                self._open("thinking", item.id)
+                self.previewed.discard(item.id)
+                self.thinking[item.id] = item.thinking or ("(redacted)" if item.redacted_data else "")
+            case AgentToolUse() | AgentCustomToolUse() | UserToolConfirmation() | AgentToolResult():
+                self._apply_tool(item)
+            case SpanModelRequestEnd():
+                self.turn_usage = self.turn_usage + item.model_usage
+                if item.is_error:  # a failed attempt's previews are abandoned: a retry streams afresh
+                    self.blocks = [(kind, key) for kind, key in self.blocks if key not in self.previewed]
+                    self.previewed.clear()
+            case SessionUsageEvent():
+                self.session_usage = item.usage
+                self.budget = item.budget
+            case SessionError():
+                self.errors.append(f"{item.error.type}: {item.error.message}")
+            case SessionStatusIdle():
+                self.stop_reason = item.stop_reason.type
+                self._end_turn()
+            case SessionThreadStatusIdle():
+                self.stop_reason = item.stop_reason.type
+            case _:
+                self._apply_outcome(item)
+
+    def _apply_tool(self, item: AgentToolUse | AgentCustomToolUse | UserToolConfirmation | AgentToolResult) -> None:
+        match item:
+            case AgentToolUse():
+                self._open("tool", item.id)
+                permission = item.evaluated_permission
+                self.tools[item.id] = ToolState(item.id, item.name, dict(item.input), permission=permission)
+            case AgentCustomToolUse():
+                self._open("tool", item.id)
+                self.tools[item.id] = ToolState(item.id, item.name, dict(item.input), custom=True)
+            case UserToolConfirmation():
+                if (tool := self.tools.get(item.tool_use_id)) is not None:
+                    tool.confirmation = item.result
+            case AgentToolResult():
+                if (tool := self.tools.get(item.tool_use_id)) is not None:
+                    tool.answered, tool.output, tool.is_error = True, list(item.content), item.is_error
+                    tool.error_code, tool.denied_by = item.error_code, item.denied_by
+
+    def _apply_outcome(self, item: StreamItem) -> None:
+        match item:
+            case UserDefineOutcome():
+                rubric = f"file: {item.rubric.path}" if isinstance(item.rubric, FileRubric) else item.rubric.content
+                self.outcomes[item.outcome_id] = OutcomeState(
+                    item.outcome_id, item.description, item.max_iterations, rubric=rubric
+                )
+            case SessionOutcomeUpdated():
+                state = item.outcome
+                outcome = self.outcomes.get(state.outcome_id)
+                if outcome is None:  # a turn resuming an outcome defined in an earlier turn
+                    outcome = self.outcomes[state.outcome_id] = OutcomeState(
+                        state.outcome_id, state.description, state.max_iterations
+                    )
+                outcome.status, outcome.iteration = state.status, state.iteration
+                outcome.explanation = state.explanation
+            case SpanOutcomeEvaluationStart():
+                if (outcome := self.outcomes.get(item.outcome_id)) is not None:
+                    outcome.verdict(item.iteration)
+            case SpanOutcomeEvaluationEnd():
+                if (outcome := self.outcomes.get(item.outcome_id)) is not None:
+                    verdict = outcome.verdict(item.iteration)
+                    verdict.result, verdict.explanation = item.result, item.explanation
+            case _:
+                pass
+
+    def _end_turn(self) -> None:
+        self.turn_over = True
+        for fold in self.threads.values():
+            fold._end_turn()
+            fold._restatus()
+
+    def _restatus(self) -> None:
+        waiting = (self.tools[key] for kind, key in self.blocks if kind == "tool")
+        current = next((tool.tool_use_id for tool in waiting if not tool.answered and not tool.custom), None)
+        for key, tool in self.tools.items():
+            tool.status = tool_status(tool, current=key == current, turn_over=self.turn_over)
+
+    def _open(self, kind: str, key: str) -> None:
+        if (kind, key) not in self.blocks:
+            self.blocks.append((kind, key))
+
+    @property
+    def text(self) -> str:
+        """The agent's messages, joined by blank lines."""
+        return "\n\n".join(self.texts[key] for kind, key in self.blocks if kind == "message" and self.texts[key])
+
+    def statuses(self) -> dict[str, Any]:
+        """Every status this fold shows: the turn's, each tool call's and thread's (nested ones included),
+        each outcome's with its verdicts. The parity test compares this with the widget's fold."""
+        tools = {key: tool.status for key, tool in self.tools.items()}
+        threads: dict[str, str] = {}
+        for thread, fold in self.threads.items():
+            threads[thread] = fold.status
+            inner = fold.statuses()
+            tools.update(inner["tools"])
+            threads.update(inner["threads"])
+        outcomes = {
+            key: {"status": o.status, "verdicts": [v.result for v in sorted(o.verdicts, key=lambda v: v.iteration)]}
+            for key, o in self.outcomes.items()
+        }
+        return {"turn": self.status, "tools": tools, "threads": threads, "outcomes": outcomes}
+
+    # ------------------------------------------------------------------------------------------ rendering
+
+    def usage_line(self) -> str:
+        from .markdown import usage_line
+
+        return usage_line(self)
+
+    def footer(self) -> str:
+        from .markdown import footer
+
+        return footer(self)
+
+    def to_markdown(self, *, final: bool = False) -> str:
+        from .markdown import turn_markdown
+
+        return turn_markdown(self, final=final)
+
+    def to_text(self) -> str:
+        from .markdown import turn_text
+
+        return turn_text(self)

@@ -1,0 +1,122 @@
+"""A folded turn as Markdown (the live Markdown renderer, the saved notebook's fallback) and plain text."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from .._format import format_cost, format_usd
+from ..events import ImageBlock, TextBlock
+
+if TYPE_CHECKING:
+    from .fold import OutcomeState, ToolState, TurnFold
+
+__all__ = ["MAX_TOOL_TEXT", "clip", "footer", "outcome_heading", "turn_markdown", "turn_text", "usage_line"]
+
+MAX_TOOL_TEXT = 2_000
+"""Characters of a tool's input or output shown in a transcript; the event log keeps all of it."""
+
+
+def clip(text: str) -> str:
+    return text if len(text) <= MAX_TOOL_TEXT else text[:MAX_TOOL_TEXT] + f"\n… ({len(text):,} characters)"
+
+
+def usage_line(fold: TurnFold) -> str:
+    u = fold.turn_usage
+    parts = [
+        f"in {u.input_tokens:,}",
+        f"out {u.output_tokens:,}",
+        f"cache read {u.cache_read_input_tokens:,}",
+        f"cache write {u.cache_creation_input_tokens:,}",
+        f"turn {format_cost(u)}",
+    ]
+    if fold.session_usage is not None:
+        parts.append(f"session {format_cost(fold.session_usage)}")
+    if fold.budget is not None:
+        spent = fold.session_usage.list_cost if fold.session_usage else Decimal(0)
+        left = format_usd(fold.budget.remaining(spent))
+        parts.append(f"budget {format_usd(fold.budget.max_list_cost)} ({left} left)")
+    return " · ".join(parts)
+
+
+def footer(fold: TurnFold) -> str:
+    """The last line of a finished turn: its usage and why it stopped."""
+    return usage_line(fold) + (f" · stop: {fold.stop_reason}" if fold.stop_reason else "")
+
+
+def outcome_heading(outcome: OutcomeState) -> str:
+    cycle = f"revision cycle {outcome.iteration} of up to {outcome.max_iterations}"
+    return f"Outcome — {outcome.status} ({cycle})"
+
+
+def turn_markdown(fold: TurnFold, *, final: bool = False) -> str:
+    out = _blocks_markdown(fold)
+    out.extend(_outcome_markdown(outcome) for outcome in fold.outcomes.values())
+    out.extend(f"> ⚠️ {error}" for error in fold.errors)
+    if final:
+        out.append(f"<sub>{footer(fold)}</sub>")
+    return "\n\n".join(out) if out else "_…_"
+
+
+def _blocks_markdown(fold: TurnFold) -> list[str]:
+    out: list[str] = []
+    for kind, key in fold.blocks:
+        if kind == "message":
+            text = fold.texts.get(key, "")
+            if text:
+                out.append(text + (" _(interrupted)_" if key in fold.interrupted else ""))
+        elif kind == "thinking":
+            thought = fold.thinking.get(key)
+            out.append("> 💭 _thinking…_" if thought is None else _quote(f"💭 {clip(thought)}"))
+        else:
+            out.append(_tool_markdown(fold.tools[key]))
+            thread = fold.thread_of_tool.get(key)
+            if thread is not None:
+                out.append(_thread_markdown(fold, thread))
+    out.extend(_thread_markdown(fold, t) for t in fold.threads if t not in fold.thread_of_tool.values())
+    return out
+
+
+def _thread_markdown(fold: TurnFold, thread: str) -> str:
+    """A collapsible section: GitHub, nbviewer and JupyterLab render <details> in Markdown."""
+    title = fold.thread_titles.get(thread, thread)
+    inner = fold.threads[thread]
+    body = "\n\n".join(_blocks_markdown(inner) + [f"> ⚠️ {error}" for error in inner.errors]) or "_…_"
+    return f"<details><summary>🧵 thread {title} — {inner.status}</summary>\n\n{body}\n\n</details>"
+
+
+def _tool_markdown(tool: ToolState) -> str:
+    code = tool.input.get("code") if tool.name == "python" else None
+    shown = str(code) if isinstance(code, str) else json.dumps(tool.input, indent=2, ensure_ascii=False)
+    lang = "python" if isinstance(code, str) else "json"
+    lines = [f"🔧 **{tool.name}** — {tool.status}", f"```{lang}\n{clip(shown)}\n```"]
+    for block in tool.output:
+        if isinstance(block, TextBlock) and block.text:
+            lines.append(f"```text\n{clip(block.text)}\n```")
+        elif isinstance(block, ImageBlock):
+            lines.append(f"![output](data:{block.source.media_type};base64,{block.source.data})")
+    return "\n".join(lines)
+
+
+def _outcome_markdown(outcome: OutcomeState) -> str:
+    lines = [f"🎯 **{outcome_heading(outcome)}**", _quote(outcome.description)]
+    if outcome.rubric:
+        lines.append(f"<details><summary>Rubric</summary>\n\n```text\n{clip(outcome.rubric)}\n```\n\n</details>")
+    for verdict in sorted(outcome.verdicts, key=lambda v: v.iteration):
+        said = f" — {verdict.explanation}" if verdict.explanation else ""
+        lines.append(f"- revision {verdict.iteration}: **{verdict.result or 'evaluating…'}**{said}")
+    return "\n\n".join(lines)
+
+
+def turn_text(fold: TurnFold) -> str:
+    out = [fold.text] if fold.text else []
+    out += [f"[{tool.name}: {tool.status}]" for tool in fold.tools.values()]
+    out += [f"[outcome: {outcome.status}]" for outcome in fold.outcomes.values()]
+    out += [f"error: {error}" for error in fold.errors]
+    out.append(usage_line(fold))
+    return "\n".join(out)
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f"> {line}" for line in text.splitlines() or [""])

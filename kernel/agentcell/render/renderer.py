@@ -1,0 +1,53 @@
+"""What the notebook host asks of a renderer, and the static output a finished turn leaves behind.
+
+A renderer owns one turn's display. The host subscribes its ``on_item`` to the session for the turn (the
+turn's one listener) and, however the turn ended, calls ``close`` with ``session.last_turn``. Jupyter-free:
+the renderers that show things (:mod:`.markdown_renderer`, :mod:`.widget_renderer`) import IPython.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+from .fallback_html import fallback_html
+from .fold import TurnFold
+
+if TYPE_CHECKING:
+    from .. import Session, StreamItem, TurnResult
+
+__all__ = ["TURN_MIMETYPE", "RendererFactory", "TurnRenderer", "fallback_bundle", "fold_of"]
+
+TURN_MIMETYPE = "application/vnd.agentcell.turn+json"
+"""The output that carries a finished turn's durable events, so a saved notebook holds the whole turn."""
+
+
+class TurnRenderer(Protocol):
+    def on_item(self, item: StreamItem) -> None:
+        """Called on the kernel's event loop for every item, in order; must return quickly."""
+
+    def close(self, result: TurnResult | None) -> None:
+        """The turn ended (``result`` is None when it never ran); show the final state."""
+
+
+RendererFactory = Callable[["Session"], TurnRenderer]
+
+
+def fold_of(result: TurnResult | None) -> TurnFold:
+    """The fold of a finished turn's durable events (empty when the turn never ran)."""
+    fold = TurnFold()
+    for event in result.events if result is not None else ():
+        fold.apply(event)
+    return fold
+
+
+def fallback_bundle(fold: TurnFold, result: TurnResult | None, *, html: bool = False) -> dict[str, Any]:
+    """The static output of a finished turn: Markdown and plain text for every viewer (and sanitised HTML
+    when ``html``), plus its events."""
+    bundle: dict[str, Any] = {"text/markdown": fold.to_markdown(final=True), "text/plain": fold.to_text()}
+    if html:
+        bundle["text/html"] = fallback_html(fold, footer=fold.footer())
+    if result is not None:
+        bundle[TURN_MIMETYPE] = {"events": [json.loads(e.model_dump_json()) for e in result.events]}
+    return bundle

@@ -1,0 +1,99 @@
+"""The status vocabulary every consumer of the event stream uses, and the one rule for each.
+
+The widget's fold (``widgets/js/src/status.ts``) implements the same rules over the same fields; the parity
+test (``tests/render/test_parity.py`` and ``widgets/js/test/parity.test.ts``) folds every recorded event log
+both ways and fails when they disagree. Nothing here reads the words of a result: a tool call's status comes
+from ``is_error``, ``error_code`` and ``denied_by``, a thread's from its ``stop_reason``, an outcome's from
+``session.outcome_updated``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias, get_args
+
+from ..events import ContentBlock, DeniedBy
+
+__all__ = [
+    "RUNNING",
+    "TOOL_STATUSES",
+    "ToolState",
+    "ToolStatus",
+    "thread_status",
+    "tool_status",
+    "turn_status",
+]
+
+ToolStatus: TypeAlias = Literal[
+    "pending",
+    "awaiting approval",
+    "running",
+    "waiting for the client",
+    "completed",
+    "failed",
+    "denied",
+    "interrupted",
+]
+"""pending: not started (a call before it is still running, or the turn ended first); awaiting approval:
+the preset says ask and nobody has answered; running; waiting for the client: a custom tool, answered by the
+caller in the next turn; completed; failed: the tool ran, or was to run, and reported an error; denied:
+refused rather than run (``denied_by`` says by whom); interrupted: stopped by the user's interrupt."""
+
+TOOL_STATUSES: tuple[str, ...] = get_args(ToolStatus)
+
+RUNNING = "running"
+"""A thread's or the turn's status until it stops; then its stop reason's ``type`` (``end_turn``,
+``interrupted``, ``error``, ``max_turns``, ``budget_reached``, ``requires_action``)."""
+
+
+@dataclass
+class ToolState:
+    """What the log says about one tool call: the facts the status rule reads, and the output shown."""
+
+    tool_use_id: str
+    name: str
+    input: dict[str, object]
+    custom: bool = False
+    """An ``agent.custom_tool_use``: the caller answers it with ``user.custom_tool_result``."""
+    permission: str | None = None
+    """The ``evaluated_permission`` of the ``agent.tool_use``: allow, ask or deny."""
+    confirmation: Literal["allow", "deny"] | None = None
+    answered: bool = False
+    is_error: bool = False
+    error_code: str | None = None
+    denied_by: DeniedBy | None = None
+    output: list[ContentBlock] = field(default_factory=list)
+    status: ToolStatus = "pending"
+    """Derived by :func:`tool_status` whenever the fold changes; read, never set, by renderers."""
+
+
+def tool_status(tool: ToolState, *, current: bool, turn_over: bool) -> ToolStatus:
+    """The status of ``tool``. ``current``: it is the first unanswered call of its thread (calls run in
+    order, so later ones wait); ``turn_over``: the turn's ``session.status_idle`` arrived."""
+    if tool.answered:
+        if not tool.is_error:
+            return "completed"
+        if tool.denied_by is not None:
+            return "denied"
+        if tool.error_code == "INTERRUPTED":
+            return "interrupted"
+        return "failed"
+    if tool.confirmation == "deny":
+        return "denied"
+    if tool.custom:
+        return "waiting for the client"
+    if turn_over or not current:
+        return "pending"
+    if tool.permission == "ask" and tool.confirmation is None:
+        return "awaiting approval"
+    return "running"
+
+
+def thread_status(stop_reason: str | None) -> str:
+    """A spawned thread's status: running until its ``session.thread_status_idle``, then why it stopped."""
+    return RUNNING if stop_reason is None else stop_reason
+
+
+def turn_status(stop_reason: str | None) -> str:
+    """The turn's status: running until ``session.status_idle``, then why it stopped."""
+    return RUNNING if stop_reason is None else stop_reason
