@@ -4,7 +4,8 @@
  */
 
 import { parseMoney } from "./money";
-import { type Block, type Thread, type ThinkingBlock, type ToolBlock, type ToolStatus, type TurnState, emptyState } from "./state";
+import { type Block, type Outcome, type Thread, type ThinkingBlock, type ToolBlock, type TurnState, emptyState } from "./state";
+import { RUNNING, threadStatus } from "./status";
 import { type ContextItem, type Item, type UsageJson, contentBlocks, num, str, textOf } from "./types";
 
 export function fold(items: Iterable<Item>): TurnState {
@@ -37,8 +38,9 @@ const HANDLERS: Record<string, Handler> = {
   "user.message": (state, item) => {
     state.prompt = textOf(contentBlocks(item.content));
   },
-  "user.interrupt": (state) => {
-    state.interruptRequested = true;
+  "user.interrupt": (state, item) => {
+    // With a thread_id only that thread was stopped; its coordinator goes on.
+    if (!item.thread_id) state.interruptRequested = true;
   },
   "user.tool_confirmation": (state, item) => {
     const tool = toolBlock(state, str(item.tool_use_id));
@@ -94,6 +96,8 @@ const HANDLERS: Record<string, Handler> = {
     tool.answered = true;
     tool.output = contentBlocks(item.content);
     tool.isError = item.is_error === true;
+    tool.errorCode = typeof item.error_code === "string" ? item.error_code : null;
+    tool.deniedBy = typeof item.denied_by === "string" ? item.denied_by : null;
     tool.fullText = typeof item.full_text === "string" ? item.full_text : null;
     tool.endedAt = item.created_at ?? null;
   },
@@ -130,16 +134,12 @@ const HANDLERS: Record<string, Handler> = {
       retry: str(error.retry_status, "terminal"),
     });
   },
-  "session.status_running": (state, item) => {
-    if (item.thread_id) thread(state, item.thread_id).status = "running";
-    else state.status = "running";
+  // The primary thread's status; spawned threads have session.thread_status_* instead.
+  "session.status_running": (state) => {
+    state.status = "running";
   },
   "session.status_idle": (state, item) => {
     const stop = (item.stop_reason ?? {}) as { type?: unknown; message?: unknown };
-    if (item.thread_id) {
-      thread(state, item.thread_id).status = `idle (${str(stop.type, "end_turn")})`;
-      return;
-    }
     state.status = "idle";
     state.stopReason = str(stop.type, "end_turn");
     state.stopDetail = typeof stop.message === "string" ? stop.message : null;
@@ -152,14 +152,24 @@ const HANDLERS: Record<string, Handler> = {
   // Outcomes and sub-agent threads: the managed-agents shapes, in the engine's field names.
   "user.define_outcome": (state, item) => {
     const rubric = (item.rubric ?? {}) as { type?: unknown; content?: unknown; path?: unknown };
-    const id = str(item.outcome_id, str(item.id));
+    const id = str(item.outcome_id);
     state.outcomes.set(id, {
       id,
       description: str(item.description),
       rubric: rubric.type === "file" ? `file: ${str(rubric.path)}` : str(rubric.content),
       maxIterations: num(item.max_iterations) || 3,
+      status: "pending",
+      iteration: 0,
       iterations: [],
     });
+  },
+  "session.outcome_updated": (state, item) => {
+    const data = (item.outcome ?? {}) as Record<string, unknown>;
+    const id = str(data.outcome_id);
+    if (!id) return;
+    const outcome = state.outcomes.get(id) ?? outcomeFrom(state, id, data);
+    outcome.status = str(data.status, outcome.status);
+    outcome.iteration = num(data.iteration);
   },
   "span.outcome_evaluation_start": (state, item) => {
     const outcome = state.outcomes.get(str(item.outcome_id));
@@ -181,18 +191,36 @@ const HANDLERS: Record<string, Handler> = {
     iteration.result = str(item.result, "failed");
     iteration.explanation = str(item.explanation);
   },
+  // A thread's events carry its id as thread_id; session.thread_created names it session_thread_id (its
+  // own thread_id is the coordinator's).
   "session.thread_created": (state, item) => {
-    const id = str(item.session_thread_id, str(item.thread_id));
-    if (!id) return;
-    const agent = (item.agent ?? {}) as { name?: unknown };
-    thread(state, id).title = str(item.agent_name, str(agent.name, id));
+    const id = str(item.session_thread_id);
+    if (id) thread(state, id).title = str(item.agent_name, id);
   },
-  "session.thread_status_running": (state, item) => threadStatus(state, item, "running"),
-  "session.thread_status_idle": (state, item) => threadStatus(state, item, "idle"),
-  "session.thread_status_terminated": (state, item) => threadStatus(state, item, "terminated"),
-  "agent.thread_message_sent": (state, item) => threadNote(state, item, "→"),
-  "agent.thread_message_received": (state, item) => threadNote(state, item, "←"),
+  "session.thread_status_running": (state, item) => {
+    if (item.thread_id) thread(state, item.thread_id).status = RUNNING;
+  },
+  "session.thread_status_idle": (state, item) => {
+    if (item.thread_id) thread(state, item.thread_id).status = threadStatus(item.stop_reason);
+  },
+  "agent.thread_message_sent": (state, item) => threadNote(state, item, "→", item.to_thread_id),
+  "agent.thread_message_received": (state, item) => threadNote(state, item, "←", item.from_thread_id),
 };
+
+/** A turn that resumes an outcome defined in an earlier turn knows it from its updates only. */
+function outcomeFrom(state: TurnState, id: string, data: Record<string, unknown>): Outcome {
+  const outcome: Outcome = {
+    id,
+    description: str(data.description),
+    rubric: "",
+    maxIterations: num(data.max_iterations) || 3,
+    status: "pending",
+    iteration: 0,
+    iterations: [],
+  };
+  state.outcomes.set(id, outcome);
+  return outcome;
+}
 
 function open(state: TurnState, threadId: string | null, fresh: Block): Block {
   const existing = state.blocks.get(fresh.id);
@@ -211,21 +239,16 @@ function drop(state: TurnState, id: string): void {
 function thread(state: TurnState, id: string): Thread {
   let found = state.threads.get(id);
   if (!found) {
-    found = { id, title: id, status: "running", order: [] };
+    found = { id, title: id, status: RUNNING, order: [] };
     state.threads.set(id, found);
   }
   return found;
 }
 
-function threadStatus(state: TurnState, item: Item, status: string): void {
-  const id = str(item.session_thread_id, str(item.thread_id));
-  if (id) thread(state, id).status = status;
-}
-
-function threadNote(state: TurnState, item: Item, arrow: string): void {
+function threadNote(state: TurnState, item: Item, arrow: string, peerId: unknown): void {
   const id = str(item.id, `note-${state.version}`);
   const text = textOf(contentBlocks(item.content));
-  const peer = str(item.to_thread_id, str(item.from_thread_id));
+  const peer = typeof peerId === "string" ? (state.threads.get(peerId)?.title ?? peerId) : "main thread";
   open(state, item.thread_id ?? null, { kind: "note", id, text: `${arrow} ${peer}: ${text}` });
 }
 
@@ -243,6 +266,8 @@ function openTool(state: TurnState, item: Item, custom: boolean): void {
     output: [],
     fullText: null,
     isError: false,
+    errorCode: null,
+    deniedBy: null,
     answered: false,
     approval: null,
     confirmation: null,
@@ -269,36 +294,4 @@ function latestRevision(state: TurnState): string {
     if (block?.kind === "message" && block.text) return block.text;
   }
   return "";
-}
-
-/**
- * A tool call's status from what the log says about it. Calls run in order, so the first unanswered
- * call of its thread is the running one and later ones are pending.
- */
-export function toolStatus(state: TurnState, tool: ToolBlock): ToolStatus {
-  if (tool.answered) {
-    if (!tool.isError) return "completed";
-    if (tool.confirmation?.result === "deny" || tool.permission === "deny" || notAsked(tool)) return "denied";
-    return "failed";
-  }
-  if (tool.confirmation?.result === "deny") return "denied";
-  if (tool.approval && !tool.confirmation) return "awaiting approval";
-  if (state.status === "idle" || tool.custom) return "pending";
-  const order = threadOrderOf(state, tool.id);
-  const first = order.find((id) => {
-    const block = state.blocks.get(id);
-    return block?.kind === "tool" && !block.answered && !block.custom;
-  });
-  return first === tool.id ? "running" : "pending";
-}
-
-/** The call needed approval but nobody was asked: the permission preset refused it by itself. */
-export function notAsked(tool: ToolBlock): boolean {
-  return tool.permission === "ask" && tool.approval === null && tool.confirmation === null;
-}
-
-function threadOrderOf(state: TurnState, id: string): string[] {
-  if (state.order.includes(id)) return state.order;
-  for (const t of state.threads.values()) if (t.order.includes(id)) return t.order;
-  return [];
 }

@@ -2,8 +2,6 @@
 
 import type { BudgetJson, ContentBlock, ContextItem, UsageJson } from "./types";
 
-export type ToolStatus = "pending" | "awaiting approval" | "running" | "completed" | "failed" | "denied";
-
 export interface MessageBlock {
   kind: "message";
   id: string;
@@ -33,6 +31,9 @@ export interface ToolBlock {
   output: ContentBlock[];
   fullText: string | null;
   isError: boolean;
+  /** The result's `error_code` (DENIED, DECLINED, INTERRUPTED, TOOL_FAILED...) and, for a refusal, `denied_by`. */
+  errorCode: string | null;
+  deniedBy: string | null;
   answered: boolean;
   /** Set when the kernel forwarded this call's approval request to the widget. */
   approval: { reason: string; preset: string } | null;
@@ -69,12 +70,17 @@ export interface Outcome {
   description: string;
   rubric: string;
   maxIterations: number;
+  /** The latest `session.outcome_updated`'s status (pending until the first). */
+  status: string;
+  /** The revision cycle it is on, from 0. */
+  iteration: number;
   iterations: Iteration[];
 }
 
 export interface Thread {
   id: string;
   title: string;
+  /** running, then the stop reason of its `session.thread_status_idle` (see status.ts). */
   status: string;
   order: string[];
 }

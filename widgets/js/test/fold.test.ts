@@ -1,8 +1,9 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import { apply, fold, toolStatus } from "../src/fold";
+import { apply, fold } from "../src/fold";
+import { toolStatus } from "../src/status";
 import { formatUsd } from "../src/money";
 import type { Item } from "../src/types";
-import { context, delta, idle, message, resetClock, running, start, text, thinking, toolResult, toolUse, usageEnd } from "./items";
+import { context, delta, idle, message, refused, resetClock, running, start, text, thinking, toolResult, toolUse, usageEnd } from "./items";
 
 beforeEach(resetClock);
 
@@ -62,16 +63,16 @@ describe("fold", () => {
     expect(status("c")).toBe("awaiting approval");
     apply(state, { type: "user.tool_confirmation", id: "k", tool_use_id: "c", result: "deny", remember: "once", deny_message: "no" });
     expect(status("c")).toBe("denied");
-    apply(state, toolResult("c", [text("The user declined this tool call. They said: no")], true));
+    apply(state, toolResult("c", [text("The user declined this tool call. They said: no")], true, refused("user", "DECLINED")));
     expect(status("c")).toBe("denied");
 
     // Needs approval, nobody could be asked: the preset refused it.
     apply(state, toolUse("d", "bash", { command: "ls" }, "ask"));
-    apply(state, toolResult("d", [text("not run: ...")], true));
+    apply(state, toolResult("d", [text("not run: ...")], true, refused("no-view")));
     expect(status("d")).toBe("denied");
     // Denied by the preset outright.
     apply(state, toolUse("e", "write_file", { path: "/etc/x" }, "deny"));
-    apply(state, toolResult("e", [text("outside")], true));
+    apply(state, toolResult("e", [text("outside")], true, refused("preset")));
     expect(status("e")).toBe("denied");
   });
 
@@ -131,7 +132,7 @@ describe("fold", () => {
     const items: Item[] = [
       { type: "session.thread_created", id: "tc", session_thread_id: "th1", agent_name: "researcher" },
       { ...message("tm", "from the thread"), thread_id: "th1" },
-      { type: "session.thread_status_idle", id: "ti", session_thread_id: "th1" },
+      { type: "session.thread_status_idle", id: "ti", thread_id: "th1" },
       message("main", "main text"),
     ];
     const state = fold(items);

@@ -50,14 +50,17 @@ export const toolUse = (id: string, name: string, input: Record<string, unknown>
   evaluated_permission: permission,
   created_at: at(1000),
 });
-export const toolResult = (toolUseId: string, content: unknown[], isError = false): Item => ({
+export const toolResult = (toolUseId: string, content: unknown[], isError = false, extra: Partial<Item> = {}): Item => ({
   type: "agent.tool_result",
   id: `result-${toolUseId}`,
   tool_use_id: toolUseId,
   content,
   is_error: isError,
   created_at: at(3500),
+  ...extra,
 });
+/** How the engine says a call was refused (events.py, AgentToolResult.denied_by). */
+export const refused = (deniedBy: string, errorCode = "DENIED"): Partial<Item> => ({ error_code: errorCode, denied_by: deniedBy });
 export const text = (t: string) => ({ type: "text", text: t });
 export const usageEnd = (usage: Record<string, unknown>, isError = false): Item => ({
   type: "span.model_request_end",

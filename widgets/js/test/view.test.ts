@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { fold } from "../src/fold";
 import type { Item, OutgoingMessage } from "../src/types";
 import { TurnView } from "../src/view/turn";
-import { context, delta, idle, message, resetClock, running, start, text, thinking, toolResult, toolUse, usageEnd } from "./items";
+import { context, delta, idle, message, refused, resetClock, running, start, text, thinking, toolResult, toolUse, usageEnd } from "./items";
 
 beforeEach(resetClock);
 
@@ -136,7 +136,7 @@ describe("turn view", () => {
       context(),
       running(),
       toolUse("b", "bash", { command: "ls" }, "ask"),
-      toolResult("b", [text("not run: bash runs a shell command. That needs the user's approval...")], true),
+      toolResult("b", [text("not run: bash runs a shell command. That needs the user's approval...")], true, refused("no-view")),
       idle(),
     ]);
     expect(root.querySelector(".ac-approval")).toBeNull();
@@ -150,7 +150,7 @@ describe("turn view", () => {
       toolUse("b", "bash", { command: "ls" }, "ask"),
       { type: "widget.approval_request", tool_use_id: "b", reason: "r", preset: "p" },
       { type: "user.tool_confirmation", id: "c", tool_use_id: "b", result: "deny", remember: "once", deny_message: "too risky" },
-      toolResult("b", [text("The user declined this tool call. They said: too risky")], true),
+      toolResult("b", [text("The user declined this tool call. They said: too risky")], true, refused("user", "DECLINED")),
     ]);
     expect(q(root, ".ac-note-deny").textContent).toBe("Denied: too risky");
     expect(q(root, ".ac-status").textContent).toBe("denied");

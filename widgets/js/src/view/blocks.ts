@@ -52,6 +52,11 @@ export function outcomeView(outcome: Outcome): HTMLElement {
     "section",
     { class: "ac-outcome", "aria-label": "Outcome" },
     h("h4", {}, `Outcome: ${outcome.description}`),
+    h(
+      "p",
+      { class: `ac-outcome-status ac-outcome-${outcome.status.replace(/[^a-z_]/g, "")}`, role: "status" },
+      `${outcome.status} · revision cycle ${outcome.iteration} of up to ${outcome.maxIterations}`,
+    ),
     h("details", { class: "ac-rubric" }, h("summary", {}, "Rubric"), h("pre", { class: "ac-text" }, outcome.rubric)),
     h("p", { class: "ac-note" }, `up to ${outcome.maxIterations} revisions`),
     h("ol", { class: "ac-iterations" }, ...iterations),

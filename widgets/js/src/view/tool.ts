@@ -4,9 +4,9 @@
  * panel with Allow once / Allow always / Deny.
  */
 
-import { notAsked, toolStatus } from "../fold";
 import { codeBlockHtml, highlight } from "../markdown";
 import type { ToolBlock, TurnState } from "../state";
+import { notAsked, toolStatus } from "../status";
 import type { ContentBlock, OutgoingMessage } from "../types";
 import { formatSeconds, h, secondsBetween, replaceChildren } from "./dom";
 import { toolKind } from "./tool_kind";
@@ -66,20 +66,21 @@ export class ToolCard {
   }
 
   private approval(tool: ToolBlock, status: string, state: TurnState, live: boolean): HTMLElement | null {
-    if (status === "awaiting approval" && live && !this.answered) return this.approvalPanel(tool);
+    // The panel needs the kernel's request: before it arrives there is nothing a click could answer.
+    if (status === "awaiting approval" && tool.approval && live && !this.answered) return this.approvalPanel(tool);
+    if (tool.permission === "ask" && !tool.answered && !state.approvalsOffered) {
+      return h("p", { class: "ac-note" }, "Needs approval; this front end cannot answer while the cell runs, so the preset decides.");
+    }
     if (status === "awaiting approval") {
       return h("p", { class: "ac-note" }, this.answered ? "Answer sent…" : "Waiting for approval.");
     }
-    if (notAsked(tool) && tool.answered) {
+    if (notAsked(tool)) {
       const preset = state.context?.preset ?? "the session's";
       return h(
         "p",
         { class: "ac-note ac-note-preset" },
         `Not asked: no front end could answer while the cell ran, so the ${preset} preset decided without asking.`,
       );
-    }
-    if (tool.permission === "ask" && !tool.answered && !state.approvalsOffered) {
-      return h("p", { class: "ac-note" }, "Needs approval; this front end cannot answer while the cell runs, so the preset decides.");
     }
     if (tool.confirmation) {
       const { result, remember, message } = tool.confirmation;

@@ -1,0 +1,88 @@
+/**
+ * The status vocabulary, as `kernel/agentcell/render/statuses.py` defines it for the static fallbacks: the
+ * same rules over the same fields, checked by the parity test over recorded event logs. Nothing here reads
+ * a result's words: a tool call's status comes from `is_error`, `error_code` and `denied_by`, a thread's
+ * from its stop reason, an outcome's from `session.outcome_updated`.
+ */
+
+import type { ToolBlock, TurnState } from "./state";
+
+export type ToolStatus =
+  | "pending"
+  | "awaiting approval"
+  | "running"
+  | "waiting for the client"
+  | "completed"
+  | "failed"
+  | "denied"
+  | "interrupted";
+
+/** A thread's or the turn's status until it stops; then its stop reason's `type`. */
+export const RUNNING = "running";
+
+/**
+ * A tool call's status. Calls run in order, so the first unanswered call of its thread is the current
+ * one and later ones are pending.
+ */
+export function toolStatus(state: TurnState, tool: ToolBlock): ToolStatus {
+  if (tool.answered) {
+    if (!tool.isError) return "completed";
+    if (tool.deniedBy !== null) return "denied";
+    if (tool.errorCode === "INTERRUPTED") return "interrupted";
+    return "failed";
+  }
+  if (tool.confirmation?.result === "deny") return "denied";
+  // Only the widget sees this: the kernel forwarded the call's approval request to this view.
+  if (tool.approval && !tool.confirmation) return "awaiting approval";
+  if (tool.custom) return "waiting for the client";
+  if (state.status === "idle" || !isCurrent(state, tool)) return "pending";
+  if (tool.permission === "ask" && !tool.confirmation) return "awaiting approval";
+  return "running";
+}
+
+/** The call was refused because nobody could be asked: the permission preset decided by itself. */
+export function notAsked(tool: ToolBlock): boolean {
+  return tool.answered && (tool.deniedBy === "no-view" || tool.deniedBy === "no-approver");
+}
+
+/** A thread's status from its `session.thread_status_idle` (a saved log from an engine without one: idle). */
+export function threadStatus(stopReason: unknown): string {
+  const stop = (stopReason ?? {}) as { type?: unknown };
+  return typeof stop.type === "string" ? stop.type : "idle";
+}
+
+function isCurrent(state: TurnState, tool: ToolBlock): boolean {
+  const first = threadOrderOf(state, tool.id).find((id) => {
+    const block = state.blocks.get(id);
+    return block?.kind === "tool" && !block.answered && !block.custom;
+  });
+  return first === tool.id;
+}
+
+function threadOrderOf(state: TurnState, id: string): string[] {
+  if (state.order.includes(id)) return state.order;
+  for (const t of state.threads.values()) if (t.order.includes(id)) return t.order;
+  return [];
+}
+
+export interface Statuses {
+  turn: string;
+  tools: Record<string, ToolStatus>;
+  threads: Record<string, string>;
+  outcomes: Record<string, { status: string; verdicts: (string | null)[] }>;
+}
+
+/** Every status the view shows, in the shape of `TurnFold.statuses()` on the Python side (for the parity test). */
+export function statusesOf(state: TurnState): Statuses {
+  const tools: Record<string, ToolStatus> = {};
+  for (const block of state.blocks.values()) if (block.kind === "tool") tools[block.id] = toolStatus(state, block);
+  const threads: Record<string, string> = {};
+  for (const t of state.threads.values()) threads[t.id] = t.status;
+  const outcomes: Statuses["outcomes"] = {};
+  for (const o of state.outcomes.values()) {
+    const verdicts = [...o.iterations].sort((a, b) => a.n - b.n).map((it) => it.result);
+    outcomes[o.id] = { status: o.status, verdicts };
+  }
+  const turn = state.status === "running" ? RUNNING : (state.stopReason ?? RUNNING);
+  return { turn, tools, threads, outcomes };
+}
