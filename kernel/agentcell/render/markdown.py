@@ -46,8 +46,7 @@ def footer(fold: TurnFold) -> str:
 
 
 def outcome_heading(outcome: OutcomeState) -> str:
-    cycle = f"revision cycle {outcome.iteration} of up to {outcome.max_iterations}"
-    return f"Outcome — {outcome.status} ({cycle})"
+    return f"Outcome — {outcome.status} · cycle {outcome.iteration + 1} of up to {outcome.max_iterations}"
 
 
 def turn_markdown(fold: TurnFold, *, final: bool = False) -> str:

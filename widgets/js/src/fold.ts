@@ -22,6 +22,11 @@ export function apply(state: TurnState, item: Item): void {
 
 type Handler = (state: TurnState, item: Item) => void;
 
+/** The item types the fold reads (the tests check each against the recorded event logs). */
+export function foldedTypes(): string[] {
+  return Object.keys(HANDLERS);
+}
+
 const HANDLERS: Record<string, Handler> = {
   "widget.context": (state, item) => {
     state.context = item as ContextItem;

@@ -55,7 +55,7 @@ export function outcomeView(outcome: Outcome): HTMLElement {
     h(
       "p",
       { class: `ac-outcome-status ac-outcome-${outcome.status.replace(/[^a-z_]/g, "")}`, role: "status" },
-      `${outcome.status} · revision cycle ${outcome.iteration} of up to ${outcome.maxIterations}`,
+      `${outcome.status} · cycle ${outcome.iteration + 1} of up to ${outcome.maxIterations}`,
     ),
     h("details", { class: "ac-rubric" }, h("summary", {}, "Rubric"), h("pre", { class: "ac-text" }, outcome.rubric)),
     h("p", { class: "ac-note" }, `up to ${outcome.maxIterations} revisions`),

@@ -1,0 +1,109 @@
+"""The static fallbacks of real turns (``tests/fixtures/event_logs``): what a saved notebook shows where the
+widget cannot run — nbconvert, nbviewer, GitHub, ``agentcell run``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentcell import events as ev
+from agentcell.render.fallback_html import fallback_html
+from agentcell.render.fold import TurnFold
+
+from ..fixtures.make_event_logs import OUT
+
+LOGS = sorted(OUT.glob("*.json"))
+
+
+def turns(name: str) -> list[list[dict[str, Any]]]:
+    log: dict[str, Any] = json.loads((OUT / f"{name}.json").read_text(encoding="utf-8"))
+    return list(log["turns"])
+
+
+def fold(items: list[dict[str, Any]], *, previews: bool = True) -> TurnFold:
+    view = TurnFold()
+    for data in items:
+        item = ev.stream_item_adapter.validate_python(data)
+        if previews or not ev.is_preview(item):
+            view.apply(item)
+    return view
+
+
+def markdown(name: str, turn: int = 0) -> str:
+    return fold(turns(name)[turn]).to_markdown(final=True)
+
+
+def html(name: str, turn: int = 0) -> str:
+    view = fold(turns(name)[turn])
+    return fallback_html(view, footer=view.footer())
+
+
+@pytest.mark.parametrize("path", LOGS, ids=[p.stem for p in LOGS])
+def test_the_live_fold_ends_where_the_fold_of_the_saved_events_does(path: Path) -> None:
+    """The Markdown renderer folds previews as they stream; the widget's fallback folds the stored events."""
+    for items in turns(path.stem):
+        assert fold(items).to_markdown(final=True) == fold(items, previews=False).to_markdown(final=True)
+
+
+def test_every_refusal_reads_denied_in_markdown_and_html() -> None:
+    # guard, preset (changed mid-turn), the user (after allowing another call), nobody, no view, the approver
+    expected = [["denied"], ["denied"], ["completed", "denied"], ["denied"], ["denied"], ["denied"]]
+    for turn, statuses in enumerate(expected):
+        view = fold(turns("refusals")[turn])
+        assert [tool.status for tool in view.tools.values()] == statuses, turn
+        for status in statuses:
+            assert f"— {status}" in markdown("refusals", turn)
+            assert f"</strong> — {status}</p>" in html("refusals", turn)
+    assert "The user declined this tool call. They said: not there" in markdown("refusals", 2)
+
+
+def test_tool_failures_and_an_interrupted_call() -> None:
+    shown = markdown("tools")
+    assert "🔧 **add** — completed" in shown
+    for name in ("explode", "teleport"):
+        assert f"🔧 **{name}** — failed" in shown
+    assert "the fuse was short" in shown
+    assert "🔧 **wait_forever** — interrupted" in markdown("interrupt", 1)
+
+
+def test_an_interrupted_message_keeps_what_streamed_and_says_so() -> None:
+    shown = markdown("interrupt", 0)
+    assert "one two three" in shown and "_(interrupted)_" in shown
+    assert "stop: interrupted" in shown
+    assert "<em>(interrupted)</em>" in html("interrupt", 0)
+
+
+def test_a_retried_request_shows_only_the_retry() -> None:
+    view = fold(turns("retry")[0])
+    assert view.text == "The answer is 42."
+    assert any("overloaded" in error for error in view.errors)
+
+
+def test_a_thread_is_nested_under_its_spawn_call_with_its_status() -> None:
+    shown = markdown("threads")
+    assert shown.index("spawn_thread") < shown.index("<details><summary>🧵 thread counter (scripted) — end_turn")
+    assert "There are 3." in shown and "🔧 **add** — completed" in shown
+    assert "🧵 thread counter (scripted) — end_turn</summary>" in html("threads")
+
+
+def test_an_outcome_appears_with_its_status_and_verdicts() -> None:
+    shown = markdown("outcome")
+    assert "🎯 **Outcome — satisfied · cycle 2 of up to 3**" in shown
+    assert "> A haiku about autumn." in shown
+    assert "- revision 0: **needs_revision** — The lines are not 5-7-5." in shown
+    assert "- revision 1: **satisfied** — Three lines, 5-7-5, about autumn." in shown
+    page = html("outcome")
+    assert '<section class="agentcell-fallback-outcome">' in page
+    assert "revision 0: <strong>needs_revision</strong>" in page
+    assert "[outcome: satisfied]" in fold(turns("outcome")[0]).to_text()
+
+
+def test_a_custom_tool_waits_for_the_client_and_a_budget_stops_the_turn() -> None:
+    assert "🔧 **lookup** — waiting for the client" in markdown("custom_tool", 0)
+    assert "stop: requires_action" in markdown("custom_tool", 0)
+    assert "It is Paris." in markdown("custom_tool", 1)
+    shown = markdown("budget")
+    assert "stop: budget_reached" in shown and "budget $0.1 (" in shown
