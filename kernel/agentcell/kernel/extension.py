@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .host import AgentCell, NotebookAgent
-from .magics import AgentCellMagics
+from .magics import register_magics
 from .routing import HOST_NAME, make_router
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def load(shell: InteractiveShell, *, prose_is_agent: bool = False) -> NotebookAg
     configurables.append(config)  # makes `%config AgentCell` list and set it
     host = NotebookAgent(shell, config)
     shell.push({HOST_NAME: host}, interactive=False)  # pushed non-interactively: hidden from %who
-    shell.register_magics(AgentCellMagics(shell, host))
+    register_magics(shell, host)
     _install_router(shell, prose_is_agent=prose_is_agent)
     return host
 

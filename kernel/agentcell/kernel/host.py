@@ -240,7 +240,7 @@ class NotebookAgent:
 
     async def outcome(self, line: str, body: str) -> None:
         """A ``%%outcome`` cell (the router sends it here): define the outcome and work toward it."""
-        from .outcome_magics import run_outcome_cell
+        from .magics.outcome import run_outcome_cell
 
         await run_outcome_cell(self, line, body)
 

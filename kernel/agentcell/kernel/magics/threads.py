@@ -8,20 +8,39 @@ spawn those saved agents instead; ``%threads off`` takes the tools away. Each is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from IPython.core.error import UsageError
+from IPython.core.magic import line_magic, magics_class
 
-from ..errors import AgentCellError
-from ..events import EndTurn
-from ..records.agent import AgentRef, MultiAgent
-from .magics import THREADS_HELP
+from ... import AgentRef, MultiAgent
+from ...errors import AgentCellError
+from ...events import EndTurn
+from ._base import MagicGroup
 
 if TYPE_CHECKING:
-    from ..engine.threads import ThreadInfo
-    from .host import NotebookAgent
+    from ... import ThreadInfo
+    from ..host import NotebookAgent
 
-__all__ = ["threads_line"]
+__all__ = ["THREADS_HELP", "ThreadMagics", "threads_line"]
+
+THREADS_HELP = (
+    "%threads [list | on [AGENT_ID…] | off]  let the agent spawn threads of other agents (on: helpers it defines "
+    "itself; with ids: those saved agents) and wait for their results; list: the session's threads"
+)
+
+
+@magics_class
+class ThreadMagics(MagicGroup):
+    HELP: ClassVar[dict[str, str]] = {"threads": THREADS_HELP}
+
+    @line_magic  # type: ignore[untyped-decorator]
+    def threads(self, line: str) -> None:
+        """Let the agent spawn threads of other agents, or list the session's threads."""
+        args = self._guard("threads", line)
+        if args is None:
+            return
+        print(threads_line(self.host, args))
 
 
 def threads_line(host: NotebookAgent, args: list[str]) -> str:

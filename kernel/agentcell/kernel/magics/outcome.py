@@ -1,4 +1,4 @@
-"""The bodies of ``%%outcome`` and ``%steer``, for the magics and the cell router to call.
+"""``%%outcome``: define an outcome and work toward it in one turn.
 
 ``%%outcome [max_iterations=N] [grader=MODEL] [rubric=PATH]`` — the cell's body is the description of what
 to produce, then a line ``---`` (or a line starting ``Rubric:``), then the rubric. ``rubric=PATH`` names a
@@ -11,35 +11,43 @@ outcome is satisfied, failed, or out of revision cycles, and ends by printing th
     - states the year's total and the best month
     - fits on one page
 
-``%steer TEXT`` adds guidance to the turn that is running; the model gets it with its next request, and the
-request under way is not cancelled. Where it can work:
-
-- The turn widget's steer box works wherever the widget is live (JupyterLab, Notebook 7): its text reaches
-  the kernel as a custom comm message while the cell runs (on the main loop with ipykernel 7.4, on a
-  subshell thread with 7.3 and JupyterLab >= 4.4), and ``session.steer`` is thread-safe either way.
-- ``%steer`` in another cell of the same notebook does *not* reach a running turn: the notebook runs its
-  cells one at a time, so that cell waits until the turn is over, and then it says no turn is running.
-- ``%steer`` works from a console that executes concurrently: a JupyterLab >= 4.4 subshell console on the
-  notebook's kernel (ipykernel >= 7, kernel subshells), or any client that runs code on a subshell.
-- VS Code and Colab: not verified; assume the widget's steer box only.
+The router sends such a cell to :meth:`NotebookAgent.outcome`, which calls :func:`run_outcome_cell`; the cell
+magic itself only says so when something calls it directly.
 """
 
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from IPython.core.error import UsageError
+from IPython.core.magic import cell_magic, magics_class
 
-from ..engine.outcomes import OutcomeSpec
-from ..errors import AgentCellError
-from ..events import FileRubric, Outcome
-from .magics import OUTCOME_HELP, STEER_HELP
+from ... import OutcomeSpec
+from ...events import FileRubric, Outcome
+from ._base import MagicGroup
 
 if TYPE_CHECKING:
-    from .host import NotebookAgent
+    from ..host import NotebookAgent
 
-__all__ = ["OUTCOME_HELP", "STEER_HELP", "outcome_summary", "parse_outcome_cell", "run_outcome_cell", "steer_line"]
+__all__ = ["OUTCOME_HELP", "OutcomeMagics", "outcome_summary", "parse_outcome_cell", "run_outcome_cell"]
+
+OUTCOME_HELP = (
+    "%%outcome [max_iterations=N] [grader=MODEL] [rubric=PATH]  work until a grader finds the cell's "
+    "description meets its rubric (after a line ---, or in the file PATH)"
+)
+
+
+@magics_class
+class OutcomeMagics(MagicGroup):
+    HELP: ClassVar[dict[str, str]] = {"outcome": OUTCOME_HELP}
+
+    @cell_magic("outcome")  # type: ignore[arg-type]
+    def outcome_cell(self, line: str, cell: str) -> None:
+        """Define an outcome and work toward it (routed before execution, like %%agent)."""
+        del line, cell
+        raise UsageError("%%outcome must start a cell of its own (it is routed before execution)")
+
 
 _SEPARATORS = ("---",)
 
@@ -103,20 +111,3 @@ def outcome_summary(outcome: Outcome) -> str:
     cycles = outcome.iteration + 1
     said = f": {outcome.explanation}" if outcome.explanation else ""
     return f"outcome {outcome.status} after {cycles} revision cycle{'s' if cycles != 1 else ''}{said}"
-
-
-def steer_line(host: NotebookAgent, line: str) -> str:
-    """``%steer TEXT``: hand the guidance to the running turn; returns what to print."""
-    text = line.strip()
-    if not text or text in ("-h", "--help"):
-        raise UsageError(STEER_HELP)
-    if not host.has_session or host.session.status != "running":
-        raise UsageError(
-            "%steer: no turn is running. A notebook runs one cell at a time, so a %steer cell waits for the "
-            "turn to end; steer from the turn's steer box, or from a subshell console while the turn runs."
-        )
-    try:
-        host.session.steer(text)
-    except AgentCellError as exc:  # the turn ended in between
-        raise UsageError(f"%steer: {exc}") from None
-    return "steering: the agent gets this with its next request"

@@ -14,11 +14,12 @@ from agentcell import ScriptedProvider, ScriptedResponse, ScriptedText, Scripted
 from agentcell import events as ev
 from agentcell.engine.outcomes import OutcomeSpec
 from agentcell.kernel.host import AgentCell, NotebookAgent
-from agentcell.kernel.outcome_magics import parse_outcome_cell, run_outcome_cell, steer_line
+from agentcell.kernel.magics.outcome import parse_outcome_cell, run_outcome_cell
+from agentcell.kernel.magics.steer import steer_line
 from agentcell.sessions import Session, TurnResult
 from agentcell.tools import default_registry, tool, untool
 
-from .conftest import verdict
+from ...engine.conftest import verdict
 
 
 def test_a_cell_reads_as_description_then_rubric() -> None:

@@ -1,0 +1,71 @@
+"""The ``%`` magics, in groups, each with its help text beside it. Each magic takes ``--help``; a mistake
+prints one clear line (IPython's UsageError), never a traceback.
+
+- :mod:`.agent` — ``%model``, ``%system``, ``%tools``, ``%permissions``, ``%agent``, ``%mcp``
+- :mod:`.session` — ``%session``, ``%budget``, ``%usage``
+- :mod:`.replay` — ``%record``, ``%replay``
+- :mod:`.cells` — ``%%python``, ``%%agent``, ``%help``
+- :mod:`.threads` — ``%threads``
+- :mod:`.outcome` — ``%%outcome`` (its body, for the cell router)
+- :mod:`.steer` — ``%steer``
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ._base import MagicGroup
+from .agent import AgentMagics
+from .cells import CellMagics
+from .outcome import OutcomeMagics
+from .replay import ReplayMagics
+from .session import SessionMagics
+from .steer import SteerMagics
+from .threads import ThreadMagics
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from ..host import NotebookAgent
+
+__all__ = ["GROUPS", "HELP", "MagicGroup", "register_magics"]
+
+GROUPS: tuple[type[MagicGroup], ...] = (
+    AgentMagics,
+    SessionMagics,
+    ReplayMagics,
+    CellMagics,
+    ThreadMagics,
+    OutcomeMagics,
+    SteerMagics,
+)
+
+_ORDER = (
+    "model",
+    "system",
+    "tools",
+    "permissions",
+    "budget",
+    "session",
+    "agent",
+    "mcp",
+    "usage",
+    "record",
+    "replay",
+    "python",
+    "agent_cell",
+    "threads",
+    "outcome",
+    "steer",
+    "help",
+)
+"""The order ``%help`` lists them in: configuration first, then cells, then what runs within a turn."""
+
+HELP: dict[str, str] = {name: text for group in GROUPS for name, text in group.HELP.items()}
+HELP = {name: HELP[name] for name in _ORDER} | HELP
+
+
+def register_magics(shell: InteractiveShell, host: NotebookAgent) -> None:
+    """Register every group of magics in ``shell``, over the notebook's agent host."""
+    for group in GROUPS:
+        shell.register_magics(group(shell, host))

@@ -1,0 +1,208 @@
+"""The agent's configuration: ``%model``, ``%system``, ``%tools``, ``%permissions``, ``%agent``, ``%mcp``.
+
+Each change that alters the agent makes a new agent version, which the session pins.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, ClassVar
+
+from IPython.core.error import UsageError
+from IPython.core.magic import line_cell_magic, line_magic, magics_class
+
+from ...errors import AgentCellError
+from ._base import MagicGroup
+
+__all__ = ["AgentMagics"]
+
+_SETTINGS = {"max_tokens": int, "temperature": float, "thinking_budget": int, "base_url": str}
+
+
+@magics_class
+class AgentMagics(MagicGroup):
+    HELP: ClassVar[dict[str, str]] = {
+        "model": "%model [NAME [key=value …]]  show or set the model, e.g. %model claude-sonnet-4-5 max_tokens=2048",
+        "system": "%system [TEXT | --clear]  show or set the system prompt (a new agent version); %%system for a cell",
+        "tools": "%tools [list | enable NAME… | disable NAME… | force NAME…]  the agent's tools; force: the next "
+        "turn's first requests call these tools, one each, in order (helps small models)",
+        "permissions": "%permissions [read-only | workspace-write | danger-full-access]  what tools may do unasked",
+        "agent": "%agent [show | pin VERSION | versions]  the agent and its pinned version",
+        "mcp": "%mcp [list | add NAME -- COMMAND … | add NAME --url URL | remove NAME]  MCP servers",
+    }
+
+    @line_magic  # type: ignore[untyped-decorator]
+    def model(self, line: str) -> None:
+        """Show or set the model: %model NAME [max_tokens=N temperature=T thinking_budget=N base_url=U]."""
+        args = self._guard("model", line)
+        if args is None:
+            return
+        try:
+            if not args:
+                current = self.host.session.agent.model
+                settings = json.dumps(current.model_dump(exclude_defaults=True, exclude={"id"}))
+                print(f"model: {current.id}  {settings}")
+                return
+            config: dict[str, Any] = {"id": args[0]}
+            for pair in args[1:]:
+                key, sep, value = pair.partition("=")
+                if not sep or key not in _SETTINGS:
+                    raise UsageError(f"%model: expected key=value with key in {', '.join(_SETTINGS)}; got {pair!r}")
+                try:
+                    config[key] = _SETTINGS[key](value)
+                except ValueError:
+                    raise UsageError(f"%model: {key} must be {_SETTINGS[key].__name__}, not {value!r}") from None
+            agent = self.host.set_model(config)
+            print(f"model: {agent.model.id} (agent v{agent.version})")
+        except AgentCellError as exc:
+            raise self._fail(exc) from None
+
+    @line_cell_magic  # type: ignore[untyped-decorator]
+    def system(self, line: str, cell: str | None = None) -> None:
+        """Show or set the system prompt; %%system takes the whole cell."""
+        if cell is None:
+            args = self._guard("system", line)
+            if args is None:
+                return
+            text: str | None = line.strip()
+            if not text:
+                print(self.host.session.agent.system or "(no system prompt)")
+                return
+            if text == "--clear":
+                text = None
+        else:
+            text = cell.strip() or None
+        try:
+            agent = self.host.set_system(text)
+        except AgentCellError as exc:
+            raise self._fail(exc) from None
+        print(f"system prompt {'set' if text else 'cleared'} (agent v{agent.version})")
+
+    @line_magic  # type: ignore[untyped-decorator]
+    def tools(self, line: str) -> None:
+        """List, enable or disable the agent's tools."""
+        args = self._guard("tools", line)
+        if args is None:
+            return
+        from ... import ToolFilter
+
+        try:
+            session = self.host.session
+            agent = session.agent
+            current = next((t for t in agent.tools if isinstance(t, ToolFilter)), ToolFilter())
+            available = [s.name for s in self.host.engine.tools.schemas(agent.id)]
+            if not args or args[0] == "list":
+                for name in available:
+                    off = name in current.deny or (current.allow is not None and name not in current.allow)
+                    print(f"{'  ' if off else '✓ '}{name}{'  (disabled)' if off else ''}")
+                for custom in agent.custom_tools:
+                    print(f"✓ {custom.name}  (answered by the client)")
+                return
+            action, names = args[0], args[1:]
+            if action == "force" and names:
+                offered = session.offered_tool_names()
+                if unknown := [n for n in names if n not in offered]:
+                    raise UsageError(f"%tools: unknown tool {unknown[0]}; available: {', '.join(offered)}")
+                self.host.next_tool_choice = tuple(names)
+                print(f"the next turn starts by calling {', then '.join(names)}")
+                return
+            if action not in ("enable", "disable") or not names:
+                raise UsageError(
+                    "%tools: use `%tools list`, `%tools enable NAME…`, `%tools disable NAME…` or `%tools force NAME…`"
+                )
+            unknown = sorted(set(names) - set(available))
+            if unknown:
+                raise UsageError(f"%tools: unknown tool {', '.join(unknown)}; available: {', '.join(available)}")
+            deny = set(current.deny)
+            deny = deny - set(names) if action == "enable" else deny | set(names)
+            others = [t for t in agent.tools if not isinstance(t, ToolFilter)]
+            new_filter = [ToolFilter(allow=current.allow, deny=sorted(deny))] if deny or current.allow else []
+            updated = self.host.update_agent(tools=[*others, *new_filter])
+            print(f"tools {action}d: {', '.join(names)} (agent v{updated.version})")
+        except AgentCellError as exc:
+            raise self._fail(exc) from None
+
+    @line_magic  # type: ignore[untyped-decorator]
+    def permissions(self, line: str) -> None:
+        """Show or set the permission preset."""
+        args = self._guard("permissions", line)
+        if args is None:
+            return
+        try:
+            if not args:
+                print(f"permissions: {self.host.session.record.permissions}")
+                return
+            self.host.session.update(permissions=args[0])  # type: ignore[arg-type]
+            print(f"permissions: {args[0]}")
+        except AgentCellError as exc:
+            raise self._fail(exc) from None
+
+    @line_magic  # type: ignore[untyped-decorator]
+    def agent(self, line: str) -> None:
+        """Show the agent and its pinned version, list versions, or pin one."""
+        args = self._guard("agent", line)
+        if args is None:
+            return
+        try:
+            session = self.host.session
+            action = args[0] if args else "show"
+            if action == "show":
+                a = session.agent
+                latest = self.host.engine.agents.get(a.id).version
+                print(f"agent {a.name} ({a.id}) v{a.version} of {latest}; model {a.model.id}")
+                print(f"system: {(a.system or '(none)')[:200]}")
+            elif action == "versions":
+                for a in self.host.engine.agents.versions(session.agent.id):
+                    print(f"v{a.version}  {a.updated_at:%Y-%m-%d %H:%M:%S}  model={a.model.id}")
+            elif action == "pin" and len(args) == 2:
+                try:
+                    version = int(args[1])
+                except ValueError:
+                    raise UsageError(f"%agent pin: a version is a number, not {args[1]!r}") from None
+                session.update(agent_version=version)
+                print(f"pinned agent v{session.agent.version}")
+            else:
+                raise UsageError(self.HELP["agent"])
+        except AgentCellError as exc:
+            raise self._fail(exc) from None
+
+    @line_magic  # type: ignore[untyped-decorator]
+    def mcp(self, line: str) -> None:
+        """List, add or remove the agent's MCP servers."""
+        args = self._guard("mcp", line)
+        if args is None:
+            return
+        from ... import McpServer
+
+        try:
+            agent = self.host.session.agent
+            action = args[0] if args else "list"
+            if action == "list":
+                if not agent.mcp_servers:
+                    print("no MCP servers; add one with %mcp add NAME -- COMMAND …")
+                for server in agent.mcp_servers:
+                    where = " ".join(server.command) if server.type == "stdio" else server.url
+                    print(f"{server.name}  ({server.type})  {where}")
+            elif action == "add" and len(args) >= 3:
+                name = args[1]
+                if args[2] == "--" and len(args) > 3:
+                    server = McpServer(name=name, type="stdio", command=args[3:])
+                elif args[2] == "--url" and len(args) == 4:
+                    server = McpServer(name=name, type="http", url=args[3])
+                else:
+                    raise UsageError(self.HELP["mcp"])
+                kept = [s for s in agent.mcp_servers if s.name != name]
+                updated = self.host.update_agent(mcp_servers=[*kept, server])
+                print(f"MCP server {name} added (agent v{updated.version})")
+            elif action == "remove" and len(args) == 2:
+                kept = [s for s in agent.mcp_servers if s.name != args[1]]
+                if len(kept) == len(agent.mcp_servers):
+                    raise UsageError(f"%mcp: no server named {args[1]!r}")
+                updated = self.host.update_agent(mcp_servers=kept)
+                print(f"MCP server {args[1]} removed (agent v{updated.version})")
+            else:
+                raise UsageError(self.HELP["mcp"])
+        except ValueError as exc:  # pydantic validation of the server
+            raise UsageError(f"%mcp: {exc}") from None
+        except AgentCellError as exc:
+            raise self._fail(exc) from None

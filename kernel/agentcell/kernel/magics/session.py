@@ -1,0 +1,108 @@
+"""The notebook's session and its money: ``%session``, ``%budget``, ``%usage``."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from IPython.core.error import UsageError
+from IPython.core.magic import line_magic, magics_class
+
+from ..._format import format_cost, format_usd
+from ...errors import AgentCellError
+from ._base import MagicGroup
+
+__all__ = ["SessionMagics"]
+
+
+@magics_class
+class SessionMagics(MagicGroup):
+    HELP: ClassVar[dict[str, str]] = {
+        "budget": "%budget [USD | off]  the session's maximum list cost",
+        "session": "%session [show | new | list | resume ID | title TEXT | follow ID | follow stop]  the notebook's "
+        "session; follow: a read-only live view of a session another kernel drives",
+        "usage": "%usage  tokens, list cost, budget and time of this session",
+    }
+
+    @line_magic  # type: ignore[untyped-decorator]
+    def budget(self, line: str) -> None:
+        """Show, set or remove the session's budget (maximum list cost in USD)."""
+        args = self._guard("budget", line)
+        if args is None:
+            return
+        try:
+            session = self.host.session
+            if not args:
+                budget = session.budget
+                print(f"budget: {format_usd(budget.max_list_cost)}" if budget else "budget: none")
+                return
+            value = args[0].lstrip("$")
+            session.update(budget=None if value.lower() in ("off", "none") else value)
+            print(f"budget: {format_usd(session.budget.max_list_cost)}" if session.budget else "budget: none")
+        except AgentCellError as exc:
+            raise self._fail(exc) from None
+
+    @line_magic  # type: ignore[untyped-decorator]
+    def usage(self, line: str) -> None:
+        """Tokens, list cost, budget and time of this session."""
+        if self._guard("usage", line) is None:
+            return
+        session = self.host.session
+        u, stats = session.usage, session.stats
+        rows = [
+            ("input tokens", f"{u.input_tokens:,}"),
+            ("output tokens", f"{u.output_tokens:,}"),
+            ("cache read tokens", f"{u.cache_read_input_tokens:,}"),
+            ("cache write tokens (5m / 1h)", f"{u.cache_creation.ephemeral_5m_input_tokens:,} / "
+             f"{u.cache_creation.ephemeral_1h_input_tokens:,}"),
+            ("web searches / fetches", f"{u.server_tool_use.web_search_requests} / "
+             f"{u.server_tool_use.web_fetch_requests}" if u.server_tool_use else "not tracked"),
+            ("list cost", format_cost(u)),
+        ]  # fmt: skip
+        if session.budget is not None:
+            remaining = session.budget.remaining(u.list_cost)
+            rows.append(("budget", f"{format_usd(session.budget.max_list_cost)} ({format_usd(remaining)} left)"))
+        rows += [
+            ("active time", f"{stats.active_seconds:.1f} s"),
+            ("session age", f"{stats.duration_seconds:.0f} s"),
+            ("model", session.agent.model.id),
+        ]
+        from IPython.display import Markdown, display
+
+        table = "| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
+        display(Markdown(f"**Usage of session `{session.id}`**\n\n{table}"))
+
+    @line_magic  # type: ignore[untyped-decorator]
+    def session(self, line: str) -> None:
+        """Show, start, list or resume sessions, or set the title."""
+        args = self._guard("session", line)
+        if args is None:
+            return
+        host = self.host
+        try:
+            action = args[0] if args else "show"
+            if action == "show":
+                s = host.session
+                print(f"session {s.id}  {s.status}  title={s.title!r}  agent {s.agent.name} v{s.agent.version}")
+                print(f"events: {host.engine.store.count_events(s.id)}  list cost: {format_cost(s.usage)}")
+            elif action == "new":
+                s = host.new_session()
+                print(f"new session {s.id}")
+            elif action == "list":
+                for s in host.engine.sessions.list():
+                    mark = "*" if host.has_session and s.id == host.session.id else " "
+                    print(f"{mark} {s.id}  {s.status:10}  {s.title or ''}")
+            elif action == "resume" and len(args) == 2:
+                s = host.resume(args[1])
+                print(f"resumed session {s.id} ({host.engine.store.count_events(s.id)} events)")
+            elif action == "follow" and len(args) == 2:
+                from ..follow_view import follow_session
+
+                if said := follow_session(host, args[1]):
+                    print(said)
+            elif action == "title" and len(args) >= 2:
+                host.session.update(title=" ".join(args[1:]))
+                print(f"title: {host.session.title}")
+            else:
+                raise UsageError(self.HELP["session"])
+        except AgentCellError as exc:
+            raise self._fail(exc) from None
