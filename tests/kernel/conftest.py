@@ -1,5 +1,6 @@
 """A real agentcell kernel (or a plain python3 kernel) started through jupyter_client, and a helper that
-executes a cell and collects everything it published."""
+executes a cell and collects everything it published; the notebook host over a plain IPython shell, and a
+renderer that records what the host gives it."""
 
 from __future__ import annotations
 
@@ -11,8 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager, start_new_kernel
+
+from agentcell import StreamItem, TurnResult
+from agentcell.kernel.host import AgentCell, NotebookAgent
 
 
 @dataclass
@@ -77,3 +83,33 @@ def write_script(path: Path, responses: list[dict[str, Any]]) -> str:
     """Write a scripted-provider script; returns the model name that plays it."""
     path.write_text(json.dumps(responses))
     return f"scripted:{path}"
+
+
+class Recorder:
+    """A renderer that keeps what the host gave it: every item, and the result it was closed with."""
+
+    def __init__(self) -> None:
+        self.items: list[StreamItem] = []
+        self.closed: TurnResult | None = None
+        self.closes = 0
+
+    def on_item(self, item: StreamItem) -> None:
+        self.items.append(item)
+
+    def close(self, result: TurnResult | None) -> None:
+        self.closed = result
+        self.closes += 1
+
+
+@pytest.fixture
+def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NotebookAgent]:
+    """The notebook host over a plain IPython shell, on the scripted model."""
+    monkeypatch.setenv("AGENTCELL_MODEL", "scripted")
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    shell = InteractiveShell.instance()
+    host = NotebookAgent(shell, AgentCell(db=str(tmp_path / "nb.db")))
+    try:
+        yield host
+    finally:
+        host.close()
+        InteractiveShell.clear_instance()

@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
-from IPython.core.interactiveshell import InteractiveShell
 
-from agentcell import ScriptedProvider, ScriptedResponse, ScriptedText, ScriptedToolCall, StreamItem
+from agentcell import ScriptedProvider, ScriptedResponse, ScriptedText, ScriptedToolCall
 from agentcell import events as ev
 from agentcell.engine.outcomes import OutcomeSpec
-from agentcell.kernel.host import AgentCell, NotebookAgent
+from agentcell.kernel.host import NotebookAgent
 from agentcell.kernel.magics.outcome import parse_outcome_cell, run_outcome_cell
 from agentcell.kernel.magics.steer import steer_line
-from agentcell.sessions import Session, TurnResult
+from agentcell.sessions import Session
 from agentcell.tools import default_registry, tool, untool
 
 from ...engine.conftest import verdict
+from ..conftest import Recorder
 
 
 def test_a_cell_reads_as_description_then_rubric() -> None:
@@ -45,39 +43,13 @@ def test_a_malformed_cell_says_what_is_wrong(line: str, body: str, message: str)
         parse_outcome_cell(line, body)
 
 
-class _Recorder:
-    def __init__(self) -> None:
-        self.items: list[StreamItem] = []
-        self.closed: TurnResult | None = None
-
-    def on_item(self, item: StreamItem) -> None:
-        self.items.append(item)
-
-    def close(self, result: TurnResult | None) -> None:
-        self.closed = result
-
-
-@pytest.fixture
-def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NotebookAgent]:
-    """The notebook host over a plain IPython shell, on the scripted model."""
-    monkeypatch.setenv("AGENTCELL_MODEL", "scripted")
-    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
-    shell = InteractiveShell.instance()
-    host = NotebookAgent(shell, AgentCell(db=str(tmp_path / "nb.db")))
-    try:
-        yield host
-    finally:
-        host.close()
-        InteractiveShell.clear_instance()
-
-
 async def test_an_outcome_cell_runs_through_the_host_and_prints_where_it_ended(
     host: NotebookAgent, capsys: pytest.CaptureFixture[str]
 ) -> None:
     agent = host
     script = [ScriptedResponse(steps=[ScriptedText(text="Memo: Q3.")]), verdict("satisfied", "Titled.")]
     agent.engine.providers.register("scripted", ScriptedProvider(script))
-    recorder = _Recorder()
+    recorder = Recorder()
     agent.renderer_factory = lambda session: recorder
 
     await run_outcome_cell(agent, "max_iterations=2", "A memo.\n---\n- has a title")
@@ -97,7 +69,7 @@ async def test_steer_reaches_the_running_turn_and_refuses_when_none_runs(host: N
         ]
     )
     agent.engine.providers.register("scripted", provider)
-    agent.renderer_factory = lambda session: _Recorder()
+    agent.renderer_factory = lambda session: Recorder()
     with pytest.raises(UsageError, match="no turn is running"):
         steer_line(agent, "be brief")
     started, release = asyncio.Event(), asyncio.Event()
