@@ -22,8 +22,6 @@ from traitlets.config import Configurable
 
 from ..errors import TurnInterrupted, UserError
 from ..records.common import PERMISSION_PRESETS
-from ..render.markdown_renderer import MarkdownRenderer
-from ..render.renderer import RendererFactory, TurnRenderer
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -31,6 +29,7 @@ if TYPE_CHECKING:
     from ..core import Engine
     from ..engine.outcomes import OutcomeSpec
     from ..records.agent import Agent
+    from ..render.renderer import RendererFactory, TurnRenderer
     from ..sessions import Session, TurnResult
 
 __all__ = ["DEFAULT_SYSTEM", "AgentCell", "NotebookAgent"]
@@ -138,7 +137,10 @@ class NotebookAgent:
 
     def _default_renderer(self, session: Session) -> TurnRenderer:
         rate = self.config.max_updates_per_second
+        # Imported here: the kernel starts without the engine (pydantic) loaded.
         if self.config.renderer == "markdown":
+            from ..render.markdown_renderer import MarkdownRenderer
+
             return MarkdownRenderer(session, max_rate=rate)
         from ..render.widget_renderer import WidgetRenderer
 

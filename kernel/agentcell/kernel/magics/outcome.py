@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, ClassVar
 from IPython.core.error import UsageError
 from IPython.core.magic import cell_magic, magics_class
 
-from ... import OutcomeSpec
-from ...events import FileRubric, Outcome
 from ._base import MagicGroup
 
 if TYPE_CHECKING:
+    from ... import OutcomeSpec
+    from ...events import Outcome
     from ..host import NotebookAgent
 
 __all__ = ["OUTCOME_HELP", "OutcomeMagics", "outcome_summary", "parse_outcome_cell", "run_outcome_cell"]
@@ -54,6 +54,9 @@ _SEPARATORS = ("---",)
 
 def parse_outcome_cell(line: str, body: str) -> OutcomeSpec:
     """The outcome a ``%%outcome`` cell asks for; UsageError says what is wrong with it."""
+    from ... import OutcomeSpec  # the engine loads with the first turn, not with the kernel
+    from ...events import FileRubric
+
     try:
         options = shlex.split(line)
     except ValueError as exc:

@@ -13,9 +13,7 @@ from typing import TYPE_CHECKING, ClassVar
 from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 
-from ... import AgentRef, MultiAgent
 from ...errors import AgentCellError
-from ...events import EndTurn
 from ._base import MagicGroup
 
 if TYPE_CHECKING:
@@ -45,6 +43,8 @@ class ThreadMagics(MagicGroup):
 
 def threads_line(host: NotebookAgent, args: list[str]) -> str:
     """Carry out ``%threads ARGS``; returns what to print."""
+    from ... import AgentRef, MultiAgent  # records of the engine, loaded when a magic first needs them
+
     action, rest = (args[0], args[1:]) if args else ("list", [])
     try:
         if action == "list" and not rest:
@@ -75,6 +75,8 @@ def _listing(host: NotebookAgent) -> str:
 
 
 def _describe(thread: ThreadInfo) -> str:
+    from ...events import EndTurn
+
     state = thread.status
     if thread.stop_reason is not None and not isinstance(thread.stop_reason, EndTurn):
         state += f" ({thread.stop_reason.type})"
