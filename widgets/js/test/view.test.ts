@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import { fold } from "../src/fold";
+import { apply, fold } from "../src/fold";
 import type { Item, OutgoingMessage } from "../src/types";
 import { TurnView } from "../src/view/turn";
 import { context, delta, idle, message, refused, resetClock, running, start, text, thinking, toolResult, toolUse, usageEnd } from "./items";
@@ -129,6 +129,18 @@ describe("turn view", () => {
       expect(root.querySelector(".ac-approval")).toBeNull();
       expect(q(root, ".ac-tool").textContent).toContain("Answer sent");
     }
+  });
+
+  it("shows the approval panel when the kernel's request arrives after the call", () => {
+    const { view, root } = live([]);
+    const items = [context(), running(), { type: "widget.live", approvals: true }, toolUse("b", "bash", { command: "ls" }, "ask")];
+    const state = fold(items);
+    view.paint(state);
+    expect(q(root, ".ac-status").textContent).toBe("awaiting approval");
+    expect(root.querySelector(".ac-approval")).toBeNull(); // nothing a click could answer yet
+    apply(state, { type: "widget.approval_request", tool_use_id: "b", reason: "bash runs a shell command", preset: "workspace-write" });
+    view.paint(state);
+    expect(q(root, ".ac-approval").textContent).toContain("bash wants to run: bash runs a shell command");
   });
 
   it("says the preset decided when approvals could not be offered", () => {

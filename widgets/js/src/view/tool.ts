@@ -33,7 +33,8 @@ export class ToolCard {
     this.last = [tool, state];
     const status = toolStatus(state, tool);
     const live = state.status === "running" && state.approvalsOffered;
-    const signature = JSON.stringify([status, live, tool.output.length, tool.endedAt, tool.confirmation, this.answered]);
+    // The approval request is part of it: a call awaiting approval gets its panel when the request arrives.
+    const signature = JSON.stringify([status, live, tool.approval, tool.output.length, tool.endedAt, tool.confirmation, this.answered]);
     if (signature === this.signature) return;
     this.signature = signature;
     this.el.dataset.status = status;
