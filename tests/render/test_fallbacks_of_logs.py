@@ -106,4 +106,19 @@ def test_a_custom_tool_waits_for_the_client_and_a_budget_stops_the_turn() -> Non
     assert "stop: requires_action" in markdown("custom_tool", 0)
     assert "It is Paris." in markdown("custom_tool", 1)
     shown = markdown("budget")
-    assert "stop: budget_reached" in shown and "budget $0.1 (" in shown
+    assert "stop: budget_reached" in shown and "budget $0.001 (" in shown
+    assert "budget_reached: the budget cannot cover the next request" in shown
+
+
+def test_steered_guidance_is_a_note_not_the_prompt_and_undelivered_guidance_says_so() -> None:
+    first, second = (fold(items) for items in turns("steer"))
+    assert first.prompt == "Measure it"
+    assert "> ↪ _steered: use the median, not the mean_" in first.to_markdown()
+    assert "The median is 3." in first.text
+    assert "↪ not delivered (the turn ended first): hurry up" in html("steer", 1)
+    assert second.prompt == "Now dawdle"
+
+
+def test_a_rerun_shows_only_its_own_turn() -> None:
+    again = fold(turns("rerun")[1])
+    assert (again.prompt, again.text) == ("What is it, really?", "A second answer.")

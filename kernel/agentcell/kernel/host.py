@@ -15,7 +15,7 @@ import signal
 import socket
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from traitlets import Enum, Float, Unicode, observe
 from traitlets.config import Configurable

@@ -93,6 +93,8 @@ def _blocks_html(view: TurnFold) -> list[str]:
                 out.append(render_markdown(text))
                 if key in view.interrupted:
                     out.append("<p><em>(interrupted)</em></p>")
+        elif kind == "note":
+            out.append(f"<p><em>↪ {escape(view.notes[key])}</em></p>")
         elif kind == "thinking":
             thought = view.thinking.get(key)
             body = render_markdown(clip(thought)) if thought else "<p><em>thinking…</em></p>"

@@ -17,12 +17,14 @@ from ..events import (
     AgentThinking,
     AgentToolResult,
     AgentToolUse,
+    ContentBlock,
     EventDelta,
     EventStart,
     FileRubric,
     SessionError,
     SessionOutcomeUpdated,
     SessionStatusIdle,
+    SessionSteerUndelivered,
     SessionThreadCreated,
     SessionThreadStatusIdle,
     SessionUsageEvent,
@@ -77,8 +79,10 @@ class TurnFold:
 
     prompt: str = ""
     blocks: list[tuple[str, str]] = field(default_factory=list)
-    """In order: ("message", event id) / ("thinking", event id) / ("tool", tool_use_id)."""
+    """In order: ("message", event id) / ("thinking", event id) / ("tool", tool_use_id) / ("note", event id)."""
     texts: dict[str, str] = field(default_factory=dict)
+    notes: dict[str, str] = field(default_factory=dict)
+    """What happened around the agent's work: guidance steered in, guidance no request took."""
     interrupted: set[str] = field(default_factory=set)
     thinking: dict[str, str] = field(default_factory=dict)
     tools: dict[str, ToolState] = field(default_factory=dict)
@@ -141,8 +145,12 @@ class TurnFold:
 
     def _apply_own(self, item: StreamItem) -> None:
         match item:
+            case UserMessage() if item.steered:
+                self._note(item.id, "steered: " + _text(item.content))
             case UserMessage():
-                self.prompt = "".join(b.text for b in item.content if isinstance(b, TextBlock))
+                self.prompt = _text(item.content)
+            case SessionSteerUndelivered():
+                self._note(item.id, "not delivered (the turn ended first): " + _text(item.content))
             case EventStart():
                 kind = "message" if item.event.type == "agent.message" else "thinking"
                 self._open(kind, item.event.id)
@@ -237,6 +245,10 @@ class TurnFold:
         for key, tool in self.tools.items():
             tool.status = tool_status(tool, current=key == current, turn_over=self.turn_over)
 
+    def _note(self, key: str, text: str) -> None:
+        self._open("note", key)
+        self.notes[key] = text
+
     def _open(self, kind: str, key: str) -> None:
         if (kind, key) not in self.blocks:
             self.blocks.append((kind, key))
@@ -283,3 +295,7 @@ class TurnFold:
         from .markdown import turn_text
 
         return turn_text(self)
+
+
+def _text(content: list[ContentBlock]) -> str:
+    return "".join(b.text for b in content if isinstance(b, TextBlock))

@@ -68,6 +68,8 @@ def _blocks_markdown(fold: TurnFold) -> list[str]:
         elif kind == "thinking":
             thought = fold.thinking.get(key)
             out.append("> 💭 _thinking…_" if thought is None else _quote(f"💭 {clip(thought)}"))
+        elif kind == "note":
+            out.append(_quote(f"↪ _{fold.notes[key]}_"))
         else:
             out.append(_tool_markdown(fold.tools[key]))
             thread = fold.thread_of_tool.get(key)

@@ -41,8 +41,11 @@ const HANDLERS: Record<string, Handler> = {
     if (tool) tool.approval = { reason: str(item.reason), preset: str(item.preset) };
   },
   "user.message": (state, item) => {
-    state.prompt = textOf(contentBlocks(item.content));
+    const text = textOf(contentBlocks(item.content));
+    if (item.steered === true) note(state, item, `steered: ${text}`);
+    else state.prompt = text;
   },
+  "session.steer_undelivered": (state, item) => note(state, item, `not delivered (the turn ended first): ${textOf(contentBlocks(item.content))}`),
   "user.interrupt": (state, item) => {
     // With a thread_id only that thread was stopped; its coordinator goes on.
     if (!item.thread_id) state.interruptRequested = true;
@@ -248,6 +251,10 @@ function thread(state: TurnState, id: string): Thread {
     state.threads.set(id, found);
   }
   return found;
+}
+
+function note(state: TurnState, item: Item, text: string): void {
+  open(state, item.thread_id ?? null, { kind: "note", id: str(item.id, `note-${state.version}`), text });
 }
 
 function threadNote(state: TurnState, item: Item, arrow: string, peerId: unknown): void {

@@ -31,6 +31,7 @@ const LOGS: EventLog[] = readdirSync(DIR)
 const NOT_SHOWN: Record<string, string> = {
   "system.message": "the grader's feedback to the agent; the outcome panel shows the verdict it carries",
   "session.status_terminated": "comes after the last turn, never inside one",
+  "session.turns_superseded": "earlier turns leaving the conversation's active path, not the turn shown",
 };
 
 function statusChanges(items: Item[]): [number, Statuses][] {
@@ -89,6 +90,18 @@ describe("event logs recorded from the engine", () => {
     const message = [...interrupted.blocks.values()].find((b) => b.kind === "message");
     expect(message).toMatchObject({ interrupted: true, streaming: false });
     expect(interrupted.interruptRequested).toBe(true);
+  });
+
+  it("fold steered guidance as a note, and say when no request took it", () => {
+    const steer = LOGS.find((l) => l.name === "steer");
+    const notes = (steer?.turns ?? []).map((items) => {
+      const state = fold(items);
+      return { prompt: state.prompt, notes: [...state.blocks.values()].flatMap((b) => (b.kind === "note" ? [b.text] : [])) };
+    });
+    expect(notes).toEqual([
+      { prompt: "Measure it", notes: ["steered: use the median, not the mean"] },
+      { prompt: "Now dawdle", notes: ["not delivered (the turn ended first): hurry up"] },
+    ]);
   });
 
   it("fold a thread under its own id with its events, and an outcome with its verdicts", () => {
