@@ -84,7 +84,7 @@ class AgentMagics(MagicGroup):
         args = self._guard("tools", line)
         if args is None:
             return
-        from ... import ToolFilter
+        from ...records.agent import ToolFilter
 
         try:
             session = self.host.session
@@ -172,7 +172,7 @@ class AgentMagics(MagicGroup):
         args = self._guard("mcp", line)
         if args is None:
             return
-        from ... import McpServer
+        from ...records.agent import McpServer
 
         try:
             agent = self.host.session.agent

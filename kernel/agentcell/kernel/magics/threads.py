@@ -43,7 +43,7 @@ class ThreadMagics(MagicGroup):
 
 def threads_line(host: NotebookAgent, args: list[str]) -> str:
     """Carry out ``%threads ARGS``; returns what to print."""
-    from ... import AgentRef, MultiAgent  # records of the engine, loaded when a magic first needs them
+    from ...records.agent import AgentRef, MultiAgent  # loaded when a magic first needs them
 
     action, rest = (args[0], args[1:]) if args else ("list", [])
     try:
