@@ -103,7 +103,12 @@ class Recorder:
 
 @pytest.fixture
 def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NotebookAgent]:
-    """The notebook host over a plain IPython shell, on the scripted model."""
+    """The notebook host over a plain IPython shell, on the scripted model. The host registers the built-in
+    tools in the process-wide registry, as a kernel does: here that registry is the test's own, so later
+    tests that build an Engine on the default registry see none of them."""
+    from agentcell.tools import registry
+
+    monkeypatch.setattr(registry, "_default", None)
     monkeypatch.setenv("AGENTCELL_MODEL", "scripted")
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     shell = InteractiveShell.instance()
