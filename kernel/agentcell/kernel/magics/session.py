@@ -95,7 +95,7 @@ class SessionMagics(MagicGroup):
                 s = host.resume(args[1])
                 print(f"resumed session {s.id} ({host.engine.store.count_events(s.id)} events)")
             elif action == "follow" and len(args) == 2:
-                from ..follow_view import follow_session
+                from ...render.follow_view import follow_session
 
                 if said := follow_session(host, args[1]):
                     print(said)

@@ -1,30 +1,31 @@
 """``%session follow ID``: a read-only live view of a session that another kernel drives.
 
 The cell that runs the magic gets one Markdown display, updated in place (the same ``display_id``) at most
-``max_updates_per_second`` times a second as the session's events commit anywhere — a header with the
-session's state, then its latest turns, each folded by :class:`~agentcell.transcript.TurnView` as a turn of
-this kernel's own would be. Nothing in the view acts on the session (no Stop, no approvals): this kernel
-reads it and does not drive it. The view runs on the kernel's event loop until ``%session follow stop``,
-the session's termination, or the kernel's end; it shows only durable events, so text appears a message
-at a time rather than streaming.
+``max_updates_per_second`` times a second (the renderers' :class:`~agentcell.render.throttle.Throttle`) as
+the session's events commit anywhere — a header with the session's state, then its latest turns, each
+folded by :class:`~agentcell.render.fold.TurnFold` as a turn of this kernel's own would be. Nothing in the
+view acts on the session (no Stop, no approvals): this kernel reads it and does not drive it. The view runs
+on the kernel's event loop until ``%session follow stop``, the session's termination, or the kernel's end;
+it shows only durable events, so text appears a message at a time rather than streaming.
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import TYPE_CHECKING
 
 from ..errors import AgentCellError, UserError
 from ..following import TURN_OPENINGS, latest_turn_start
-from ..transcript import TurnView
+from ._ipython import display
+from .fold import TurnFold
+from .throttle import Throttle
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from ..core import Engine
     from ..events import Event
-    from .host import NotebookAgent
+    from ..kernel.host import NotebookAgent
 
 __all__ = ["FollowView", "follow_session"]
 
@@ -37,15 +38,11 @@ _views: dict[str, FollowView] = {}
 
 class FollowView:
     def __init__(self, engine: Engine, session_id: str, *, max_rate: float = 30.0) -> None:
-        from IPython.display import display
-
         self.session_id = session_id
-        self._turns: list[TurnView] = []
+        self._turns: list[TurnFold] = []
         self._state = "idle"
         self._problem: str | None = None
-        self._interval = 1.0 / max_rate
-        self._last_flush = 0.0
-        self._timer: asyncio.TimerHandle | None = None
+        self._throttle = Throttle(self._flush, max_rate=max_rate)
         self._loop = asyncio.get_running_loop()
         after, self._events = latest_turn_start(engine.store, session_id)
         stream = engine.sessions.follow(session_id, after=after)  # an unknown id fails here, in the cell
@@ -56,12 +53,13 @@ class FollowView:
         try:
             async for event in stream:
                 self._apply(event)
-                self._schedule()
+                self._throttle.changed()
         except AgentCellError as exc:  # the database went away for good: say so in the view
             self._problem = str(exc)
         finally:
             if self._state != "terminated" and self._problem is None:
                 self._state = "stopped following"
+            self._throttle.close(flush=False)
             self._flush()
             if _views.get(self.session_id) is self:
                 del _views[self.session_id]
@@ -69,7 +67,7 @@ class FollowView:
     def _apply(self, event: Event) -> None:
         self._events += 1
         if not self._turns or (event.type in TURN_OPENINGS and self._turns[-1].stop_reason is not None):
-            self._turns = [*self._turns[-(KEEP_TURNS - 1) :], TurnView()]
+            self._turns = [*self._turns[-(KEEP_TURNS - 1) :], TurnFold()]
         self._turns[-1].apply(event)
         if event.type == "session.status_running":
             self._state = "running"
@@ -97,19 +95,9 @@ class FollowView:
         # dollars does not stop JupyterLab 4.6, which typesets the rendered text, but MathJax's ignore class does.
         return {"text/markdown": f'<div class="mathjax_ignore">\n\n{text}\n\n</div>', "text/plain": text}
 
-    def _schedule(self) -> None:
-        if self._timer is not None:
-            return
-        wait = self._last_flush + self._interval - time.monotonic()
-        if wait <= 0:
-            self._flush()
-        else:
-            self._timer = self._loop.call_later(wait, self._flush)
-
-    def _flush(self) -> None:
-        self._timer = None
-        self._last_flush = time.monotonic()
+    def _flush(self) -> bool:
         self._handle.update(self._bundle(), raw=True)
+        return True
 
     def stop(self) -> None:
         self._task.cancel()
