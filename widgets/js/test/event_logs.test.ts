@@ -82,6 +82,17 @@ describe("event logs recorded from the engine", () => {
     expect(afterPresetChange.context).toBeNull(); // no widget.context in an engine log
   });
 
+  it("stream a message of two text blocks into one block, as the buffered message reads", () => {
+    const items = LOGS.find((l) => l.name === "text_and_thinking")?.turns[0] ?? [];
+    const whole = "Hello! How can I help with your notebook today? Ask me about your data.";
+    const streamed = fold(items.filter((i) => i.type !== "agent.message"));
+    const done = fold(items);
+    for (const state of [streamed, done]) {
+      const messages = [...state.blocks.values()].filter((b) => b.kind === "message");
+      expect(messages.map((b) => (b.kind === "message" ? b.text : ""))).toEqual([whole]);
+    }
+  });
+
   it("fold a retried request to its retry, an interrupted message to what streamed", () => {
     const retry = fold(LOGS.find((l) => l.name === "retry")?.turns[0] ?? []);
     const texts = retry.order.map((id) => retry.blocks.get(id)).flatMap((b) => (b?.kind === "message" ? [b.text] : []));
