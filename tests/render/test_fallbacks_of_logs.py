@@ -122,3 +122,9 @@ def test_steered_guidance_is_a_note_not_the_prompt_and_undelivered_guidance_says
 def test_a_rerun_shows_only_its_own_turn() -> None:
     again = fold(turns("rerun")[1])
     assert (again.prompt, again.text) == ("What is it, really?", "A second answer.")
+
+
+def test_a_search_the_provider_ran_is_a_card_before_the_answer_that_followed_it() -> None:
+    shown = markdown("server_tools")
+    assert shown.index("🔧 **web_search** — completed") < shown.index("About 520,000.")
+    assert '"query": "population of Lyon"' in shown and "web_search_tool_result:" in shown

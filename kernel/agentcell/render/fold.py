@@ -8,12 +8,15 @@ follow. Rendering lives in :mod:`.markdown` and :mod:`.fallback_html`.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..events import (
     AgentCustomToolUse,
     AgentMessage,
+    AgentServerToolResult,
+    AgentServerToolUse,
     AgentThinking,
     AgentToolResult,
     AgentToolUse,
@@ -42,6 +45,16 @@ from ..usage import Budget, Usage
 from .statuses import ToolState, thread_status, tool_status, turn_status
 
 __all__ = ["OutcomeState", "ToolState", "TurnFold", "Verdict"]
+
+
+_ToolEvent = (
+    AgentToolUse
+    | AgentCustomToolUse
+    | AgentServerToolUse
+    | UserToolConfirmation
+    | AgentToolResult
+    | AgentServerToolResult
+)
 
 
 @dataclass
@@ -153,7 +166,7 @@ class TurnFold:
                 self._note(item.id, "not delivered (the turn ended first): " + _text(item.content))
             case EventStart():
                 kind = "message" if item.event.type == "agent.message" else "thinking"
-                self._open(kind, item.event.id)
+                self._open(kind, item.event.id, preview=True)
                 self.previewed.add(item.event.id)
                 if kind == "message":
                     self.texts.setdefault(item.event.id, "")
@@ -170,7 +183,9 @@ class TurnFold:
                 self._open("thinking", item.id)
                 self.previewed.discard(item.id)
                 self.thinking[item.id] = item.thinking or ("(redacted)" if item.redacted_data else "")
-            case AgentToolUse() | AgentCustomToolUse() | UserToolConfirmation() | AgentToolResult():
+            case AgentToolUse() | AgentCustomToolUse() | AgentServerToolUse():
+                self._apply_tool(item)
+            case UserToolConfirmation() | AgentToolResult() | AgentServerToolResult():
                 self._apply_tool(item)
             case SpanModelRequestEnd():
                 self.turn_usage = self.turn_usage + item.model_usage
@@ -190,8 +205,15 @@ class TurnFold:
             case _:
                 self._apply_outcome(item)
 
-    def _apply_tool(self, item: AgentToolUse | AgentCustomToolUse | UserToolConfirmation | AgentToolResult) -> None:
+    def _apply_tool(self, item: _ToolEvent) -> None:
         match item:
+            case AgentServerToolUse():
+                self._open("tool", item.id)
+                self.tools[item.id] = ToolState(item.id, item.name, dict(item.input), server=True)
+            case AgentServerToolResult():
+                if (tool := self.tools.get(item.tool_use_id)) is not None:
+                    shown = json.dumps(item.content, indent=2, ensure_ascii=False)
+                    tool.answered, tool.output = True, [TextBlock(text=f"{item.kind}:\n{shown}")]
             case AgentToolUse():
                 self._open("tool", item.id)
                 permission = item.evaluated_permission
@@ -241,7 +263,8 @@ class TurnFold:
 
     def _restatus(self) -> None:
         waiting = (self.tools[key] for kind, key in self.blocks if kind == "tool")
-        current = next((tool.tool_use_id for tool in waiting if not tool.answered and not tool.custom), None)
+        ran_here = (tool for tool in waiting if not tool.custom and not tool.server)
+        current = next((tool.tool_use_id for tool in ran_here if not tool.answered), None)
         for key, tool in self.tools.items():
             tool.status = tool_status(tool, current=key == current, turn_over=self.turn_over)
 
@@ -249,9 +272,19 @@ class TurnFold:
         self._open("note", key)
         self.notes[key] = text
 
-    def _open(self, kind: str, key: str) -> None:
-        if (kind, key) not in self.blocks:
-            self.blocks.append((kind, key))
+    def _open(self, kind: str, key: str, *, preview: bool = False) -> None:
+        """Place a block: a preview at the end; a buffered event's block before the blocks that are still
+        only previews, so that when a response commits (its server tools, then the text that streamed after
+        them) the order is the log's, as a fold of the saved events has it."""
+        entry = (kind, key)
+        if preview:
+            if entry not in self.blocks:
+                self.blocks.append(entry)
+            return
+        if entry in self.blocks:
+            self.blocks.remove(entry)
+        at = next((i for i, (_, k) in enumerate(self.blocks) if k in self.previewed and k != key), len(self.blocks))
+        self.blocks.insert(at, entry)
 
     @property
     def text(self) -> str:

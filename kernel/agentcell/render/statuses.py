@@ -55,6 +55,8 @@ class ToolState:
     input: dict[str, object]
     custom: bool = False
     """An ``agent.custom_tool_use``: the caller answers it with ``user.custom_tool_result``."""
+    server: bool = False
+    """An ``agent.server_tool_use``: the provider ran it (web search) and its result came with the response."""
     permission: str | None = None
     """The ``evaluated_permission`` of the ``agent.tool_use``: allow, ask or deny."""
     confirmation: Literal["allow", "deny"] | None = None
@@ -68,8 +70,8 @@ class ToolState:
 
 
 def tool_status(tool: ToolState, *, current: bool, turn_over: bool) -> ToolStatus:
-    """The status of ``tool``. ``current``: it is the first unanswered call of its thread (calls run in
-    order, so later ones wait); ``turn_over``: the turn's ``session.status_idle`` arrived."""
+    """The status of ``tool``. ``current``: it is the first unanswered call of its thread that the engine
+    runs (calls run in order, so later ones wait); ``turn_over``: the turn's ``session.status_idle`` arrived."""
     if tool.answered:
         if not tool.is_error:
             return "completed"
@@ -82,6 +84,8 @@ def tool_status(tool: ToolState, *, current: bool, turn_over: bool) -> ToolStatu
         return "denied"
     if tool.custom:
         return "waiting for the client"
+    if tool.server:  # the provider runs these as it answers, not in the order of the engine's calls
+        return "pending" if turn_over else "running"
     if turn_over or not current:
         return "pending"
     if tool.permission == "ask" and tool.confirmation is None:

@@ -62,8 +62,8 @@ const HANDLERS: Record<string, Handler> = {
     const id = str(ref.id);
     if (!id) return;
     const thread = item.thread_id ?? null;
-    if (ref.type === "agent.thinking") open(state, thread, { kind: "thinking", id, text: null, redacted: false });
-    else open(state, thread, { kind: "message", id, text: "", streaming: true, interrupted: false });
+    if (ref.type === "agent.thinking") open(state, thread, { kind: "thinking", id, text: null, redacted: false }, true);
+    else open(state, thread, { kind: "message", id, text: "", streaming: true, interrupted: false }, true);
     state.previewed.add(id);
   },
   event_delta: (state, item) => {
@@ -96,8 +96,16 @@ const HANDLERS: Record<string, Handler> = {
     block.text = str(item.thinking);
     state.previewed.delete(id);
   },
-  "agent.tool_use": (state, item) => openTool(state, item, false),
-  "agent.custom_tool_use": (state, item) => openTool(state, item, true),
+  "agent.tool_use": (state, item) => openTool(state, item, "engine"),
+  "agent.custom_tool_use": (state, item) => openTool(state, item, "custom"),
+  "agent.server_tool_use": (state, item) => openTool(state, item, "server"),
+  "agent.server_tool_result": (state, item) => {
+    const tool = toolBlock(state, str(item.tool_use_id));
+    if (!tool) return;
+    tool.answered = true;
+    tool.output = [{ type: "text", text: `${str(item.kind)}:\n${JSON.stringify(item.content ?? null, null, 2)}` }];
+    tool.endedAt = item.created_at ?? null;
+  },
   "agent.tool_result": (state, item) => {
     const tool = toolBlock(state, str(item.tool_use_id));
     if (!tool) return;
@@ -230,11 +238,24 @@ function outcomeFrom(state: TurnState, id: string, data: Record<string, unknown>
   return outcome;
 }
 
-function open(state: TurnState, threadId: string | null, fresh: Block): Block {
+/**
+ * Place a block: a preview at the end; a buffered event's block before the blocks that are still only
+ * previews, so that when a response commits (its server tools, then the text that streamed after them) the
+ * order is the log's, as the fold of the saved state has it.
+ */
+function open(state: TurnState, threadId: string | null, fresh: Block, preview = false): Block {
+  const order = threadId ? thread(state, threadId).order : state.order;
   const existing = state.blocks.get(fresh.id);
+  if (preview) {
+    if (!existing) order.push(fresh.id);
+  } else {
+    const at = order.indexOf(fresh.id);
+    if (at >= 0) order.splice(at, 1);
+    const firstPreview = order.findIndex((key) => state.previewed.has(key));
+    order.splice(firstPreview < 0 ? order.length : firstPreview, 0, fresh.id);
+  }
   if (existing) return existing;
   state.blocks.set(fresh.id, fresh);
-  (threadId ? thread(state, threadId).order : state.order).push(fresh.id);
   return fresh;
 }
 
@@ -264,13 +285,14 @@ function threadNote(state: TurnState, item: Item, arrow: string, peerId: unknown
   open(state, item.thread_id ?? null, { kind: "note", id, text: `${arrow} ${peer}: ${text}` });
 }
 
-function openTool(state: TurnState, item: Item, custom: boolean): void {
+function openTool(state: TurnState, item: Item, runner: "engine" | "custom" | "server"): void {
   const input = typeof item.input === "object" && item.input !== null ? (item.input as Record<string, unknown>) : {};
   open(state, item.thread_id ?? null, {
     kind: "tool",
     id: str(item.id),
     name: str(item.name, "tool"),
-    custom,
+    custom: runner === "custom",
+    server: runner === "server",
     input,
     permission: typeof item.evaluated_permission === "string" ? item.evaluated_permission : null,
     startedAt: item.created_at ?? null,

@@ -24,6 +24,8 @@ export interface ToolBlock {
   id: string;
   name: string;
   custom: boolean;
+  /** An agent.server_tool_use: the provider ran it (web search), its result came with the response. */
+  server: boolean;
   input: Record<string, unknown>;
   permission: string | null;
   startedAt: string | null;

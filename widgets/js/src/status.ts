@@ -35,6 +35,8 @@ export function toolStatus(state: TurnState, tool: ToolBlock): ToolStatus {
   // Only the widget sees this: the kernel forwarded the call's approval request to this view.
   if (tool.approval && !tool.confirmation) return "awaiting approval";
   if (tool.custom) return "waiting for the client";
+  // The provider runs its own tools as it answers, not in the order of the engine's calls.
+  if (tool.server) return state.status === "idle" ? "pending" : "running";
   if (state.status === "idle" || !isCurrent(state, tool)) return "pending";
   if (tool.permission === "ask" && !tool.confirmation) return "awaiting approval";
   return "running";
@@ -54,7 +56,7 @@ export function threadStatus(stopReason: unknown): string {
 function isCurrent(state: TurnState, tool: ToolBlock): boolean {
   const first = threadOrderOf(state, tool.id).find((id) => {
     const block = state.blocks.get(id);
-    return block?.kind === "tool" && !block.answered && !block.custom;
+    return block?.kind === "tool" && !block.answered && !block.custom && !block.server;
   });
   return first === tool.id;
 }

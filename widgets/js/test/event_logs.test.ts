@@ -93,6 +93,14 @@ describe("event logs recorded from the engine", () => {
     }
   });
 
+  it("fold a provider's own tool as a card answered by its result, before the text that followed it", () => {
+    const state = fold(LOGS.find((l) => l.name === "server_tools")?.turns[0] ?? []);
+    const kinds = state.order.map((id) => state.blocks.get(id)?.kind);
+    expect(kinds).toEqual(["tool", "message"]);
+    const [search] = [...state.blocks.values()].filter((b) => b.kind === "tool");
+    expect(search).toMatchObject({ name: "web_search", server: true, answered: true, input: { query: "population of Lyon" } });
+  });
+
   it("fold a retried request to its retry, an interrupted message to what streamed", () => {
     const retry = fold(LOGS.find((l) => l.name === "retry")?.turns[0] ?? []);
     const texts = retry.order.map((id) => retry.blocks.get(id)).flatMap((b) => (b?.kind === "message" ? [b.text] : []));

@@ -53,7 +53,7 @@ export class ToolCard {
       "header",
       { class: "ac-tool-head" },
       h("span", { class: "ac-tool-name" }, tool.name),
-      h("span", { class: "ac-tool-kind" }, toolKind(tool.name, tool.custom)),
+      h("span", { class: "ac-tool-kind" }, toolKind(tool.name, tool.custom, tool.server)),
       h("span", { class: `ac-status ac-status-${status.replace(/\s+/g, "-")}`, role: "status" }, status),
       seconds === null ? null : h("span", { class: "ac-tool-time" }, formatSeconds(seconds)),
     );

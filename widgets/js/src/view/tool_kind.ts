@@ -10,8 +10,9 @@ const KINDS: Record<string, string> = {
   edit_file: "edit",
 };
 
-export function toolKind(name: string, custom: boolean): string {
+export function toolKind(name: string, custom: boolean, server = false): string {
   if (custom) return "custom";
+  if (server) return "provider";
   const known = KINDS[name];
   if (known) return known;
   const mcp = /^(.+?)__(.+)$/.exec(name);
