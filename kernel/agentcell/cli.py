@@ -99,8 +99,9 @@ def _readable_notebook(path: Path) -> NotebookNode | None:
 
 def _run(args: argparse.Namespace) -> int:
     import nbformat
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
+
+    from .kernel.headless import CellIdNotebookClient
 
     path = Path(args.notebook).resolve()
     nb = _readable_notebook(path)
@@ -134,7 +135,7 @@ def _run(args: argparse.Namespace) -> int:
         failed = any(o.get("output_type") == "error" for o in cell.get("outputs", []))
         print(f"      {'failed' if failed else 'done'} in {elapsed:.1f} s", file=sys.stderr, flush=True)
 
-    client = NotebookClient(
+    client = CellIdNotebookClient(
         nb,
         kernel_name="agentcell",
         timeout=args.timeout,
@@ -147,7 +148,14 @@ def _run(args: argparse.Namespace) -> int:
     try:
         client.execute()
     except CellExecutionError as exc:
-        print(f"agentcell run: a cell failed:\n{str(exc).strip()[-2000:]}", file=sys.stderr)
+        failed = [i for i, c in enumerate(code_cells, 1) if any(o.get("output_type") == "error" for o in c.outputs)]
+        where = f"cell {failed[0]} of {total} ({_first_line(code_cells[failed[0] - 1].source)})" if failed else "a cell"
+        said = f"{exc.ename}: {exc.evalue}" if exc.evalue else str(exc).strip()[-2000:]
+        from .providers.replay import NOT_RECORDED
+
+        # A turn missing from the recording is said once, with the others, by _report_replay below.
+        detail = "" if exc.evalue.startswith(NOT_RECORDED) else f":\n  {said}"
+        print(f"agentcell run: {where} failed, so the run stopped there{detail}", file=sys.stderr)
         status = 1
     finally:
         nbformat.write(nb, out)

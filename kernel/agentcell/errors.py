@@ -16,6 +16,7 @@ Every error agentcell raises derives from :class:`AgentCellError`::
     │   ├── ToolRegistrationError     a tool, restriction or guard cannot be registered as asked
     │   └── ConfigurationError        no usable model/provider for the requested name
     ├── TurnInterrupted               the running turn was interrupted (the notebook's stop button)
+    ├── TurnError                     a notebook cell's turn ended in an error (the cell fails, in one line)
     ├── ApprovalUnavailable           an approval request reached no one who could answer it (the call is refused)
     ├── OutsideWorkspaceError         a tool was asked for a path the permission preset does not let it touch
     ├── TurnSignal                    internal: how the parts of a turn tell the loop to stop (never escapes it)
@@ -64,6 +65,7 @@ __all__ = [
     "StoreError",
     "StoreVersionError",
     "ToolRegistrationError",
+    "TurnError",
     "TurnFailedError",
     "TurnInterrupted",
     "TurnSignal",
@@ -156,6 +158,15 @@ class TurnInterrupted(AgentCellError):  # noqa: N818 - it is what the user sees:
 
     def _render_traceback_(self) -> list[str]:  # IPython shows this instead of a traceback
         return [f"TurnInterrupted: {self}"]
+
+
+class TurnError(AgentCellError):
+    """A cell's turn ended in an error: the cell fails, so Run All and ``agentcell run`` stop there and say so.
+
+    The turn's own view already shows what happened; this is the cell's one line, with what to do."""
+
+    def _render_traceback_(self) -> list[str]:  # IPython shows this instead of a traceback
+        return [f"TurnError: {self}"]
 
 
 class ApprovalUnavailable(AgentCellError):  # noqa: N818 - the model reads the name in the refusal

@@ -49,8 +49,15 @@ class Execution:
         return str(self.displays[-1].get("text/markdown", "")) if self.displays else ""
 
 
-def execute(kc: BlockingKernelClient, code: str, *, timeout: float = 30) -> Execution:
-    msg_id = kc.execute(code)
+def execute(kc: BlockingKernelClient, code: str, *, timeout: float = 30, cell_id: str | None = None) -> Execution:
+    """Run ``code``; with ``cell_id`` the request carries it in its metadata, as JupyterLab sends it."""
+    if cell_id is None:
+        msg_id = kc.execute(code)
+    else:
+        content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False}
+        request = kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
+        kc.shell_channel.send(request)
+        msg_id = request["header"]["msg_id"]
     messages: list[dict[str, Any]] = []
     deadline = time.monotonic() + timeout
     while True:

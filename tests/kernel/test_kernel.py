@@ -7,6 +7,7 @@ import signal
 import sqlite3
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -232,12 +233,19 @@ def test_the_extension_in_vs_code_records_next_to_the_notebook_vs_code_names(
 
 def test_kernel_info_and_is_complete(kernel_env: dict[str, str]) -> None:
     with running_kernel(kernel_env) as (_, kc):
-        kc.kernel_info()
-        info = kc.get_shell_msg(timeout=10)["content"]
+        info = _reply(kc, kc.kernel_info())
         assert info["implementation"] == "agentcell"
         assert info["language_info"]["name"] == "markdown"
-        kc.is_complete("What is the mean of data?")
-        assert kc.get_shell_msg(timeout=10)["content"]["status"] == "complete"
+        assert _reply(kc, kc.is_complete("What is the mean of data?"))["status"] == "complete"
+
+
+def _reply(kc: Any, msg_id: str) -> dict[str, Any]:
+    """The shell reply to ``msg_id`` (start-up may leave another kernel_info reply on the channel)."""
+    while True:
+        reply = kc.get_shell_msg(timeout=10)
+        if reply["parent_header"].get("msg_id") == msg_id:
+            content: dict[str, Any] = reply["content"]
+            return content
 
 
 def test_threads_magic_turns_coordination_on_and_off_and_force_takes_a_sequence(kernel_env: dict[str, str]) -> None:

@@ -72,7 +72,9 @@ def test_run_replays_a_recording_by_default_and_reports_what_is_not_recorded(
     nb.write_text(edited)
     missed = run(str(nb), "-o", str(tmp_path / "c.ipynb"), env=kernel_env)
     assert missed.returncode == 1
-    assert "not everything was in the recording:\n  not recorded: cell [2] “And of Marseille?”" in missed.stderr
+    assert "cell 2 of 2 (And of Marseille?) failed, so the run stopped there\n" in missed.stderr
+    assert "not everything was in the recording:\n  not recorded: cell [2] (id " in missed.stderr
+    assert missed.stderr.count("“And of Marseille?”: study.agentcell.jsonl has no answer") == 1
 
     live = run(str(nb), "--model", "scripted", "-o", str(tmp_path / "d.ipynb"), env=kernel_env)
     assert live.returncode == 0, live.stderr

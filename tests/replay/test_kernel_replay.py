@@ -21,10 +21,10 @@ SCRIPT = [
 ]
 
 
-def turn(kc: Any, code: str) -> list[dict[str, Any]]:
+def turn(kc: Any, code: str, *, status: str = "ok") -> list[dict[str, Any]]:
     """Run a prose cell; the durable events of its turn, as its final display carries them."""
     run = execute(kc, code)
-    assert run.status == "ok", run.reply
+    assert run.status == status, run.reply
     return list(run.displays[-1][TURN_MIMETYPE]["events"])
 
 
@@ -62,7 +62,7 @@ def test_a_request_that_was_not_recorded_names_its_cell(kernel_env: dict[str, st
     with running_kernel(kernel_env, cwd=tmp_path) as (_, kc):
         assert turn(kc, QUESTIONS[0])[-1]["stop_reason"]["type"] == "end_turn"
         kc.session.metadata = {"cellId": "7f3c-edited"}  # as JupyterLab sends it with every execution
-        events = turn(kc, "And of Marseille?")
+        events = turn(kc, "And of Marseille?", status="error")  # a turn that failed fails its cell
     [error] = [e["error"]["message"] for e in events if e["type"] == "session.error"]
     assert error.startswith("not recorded: cell [2] (id 7f3c-edited) “And of Marseille?”: notebook.agentcell.jsonl")
     assert "cell [2] “And of Lyon?”" in error  # the recorded cell it differs from

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from traitlets import Enum, Float, Unicode, observe
 from traitlets.config import Configurable
 
-from ..errors import TurnInterrupted, UserError
+from ..errors import TurnError, TurnInterrupted, UserError
 from ..records.common import PERMISSION_PRESETS
 
 if TYPE_CHECKING:
@@ -250,6 +250,9 @@ class NotebookAgent:
         """Run one turn for a prose cell, streaming into the cell's output."""
         from IPython.core.error import UsageError
 
+        from ..events import ErrorStop
+        from .replay_mode import current_cell
+
         _wake_loop_on_signals(asyncio.get_running_loop())
         try:
             session = self.session
@@ -262,8 +265,10 @@ class NotebookAgent:
         before = session.last_turn
         unsubscribe = session.subscribe(renderer.on_item)
         tool_choice, self.next_tool_choice = self.next_tool_choice, ()
+        # The cell the front end is running: running it again replaces its turn on the active path.
+        cell_id = current_cell(self.shell).id
         try:
-            self.last = await session.ask(text, tool_choice=tool_choice)
+            self.last = result = await session.ask(text, tool_choice=tool_choice, cell_id=cell_id)
         except UserError as exc:
             raise UsageError(str(exc)) from None
         except asyncio.CancelledError:
@@ -273,6 +278,8 @@ class NotebookAgent:
             unsubscribe()
             ended = session.last_turn
             renderer.close(ended if ended is not before else None)
+        if isinstance(result.stop_reason, ErrorStop):
+            raise TurnError(result.stop_reason.message)
 
     def close(self) -> None:
         engine, self._engine = self._engine, None
