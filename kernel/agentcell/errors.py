@@ -15,6 +15,7 @@ Every error agentcell raises derives from :class:`AgentCellError`::
     │   ├── ResourceMountError        a session resource could not be mounted (clone, upload, path)
     │   ├── ToolRegistrationError     a tool, restriction or guard cannot be registered as asked
     │   └── ConfigurationError        no usable model/provider for the requested name
+    │       └── MissingKeyError       the model's provider needs an API key that is not set
     ├── TurnInterrupted               the running turn was interrupted (the notebook's stop button)
     ├── TurnError                     a notebook cell's turn ended in an error (the cell fails, in one line)
     ├── ApprovalUnavailable           an approval request reached no one who could answer it (the call is refused)
@@ -49,6 +50,7 @@ __all__ = [
     "BudgetExhaustedError",
     "ConfigurationError",
     "InvalidInputError",
+    "MissingKeyError",
     "NotFoundError",
     "OutsideWorkspaceError",
     "ProviderAuthError",
@@ -148,6 +150,17 @@ class ResourceMountError(UserError):
 
 class ConfigurationError(UserError):
     """No provider can serve the requested model."""
+
+
+class MissingKeyError(ConfigurationError):
+    """The provider needs an API key and none is set; ``key_env`` names the variable that would hold it."""
+
+    def __init__(self, message: str, key_env: str) -> None:
+        super().__init__(message)
+        self.key_env = key_env
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.key_env))
 
 
 class TurnInterrupted(AgentCellError):  # noqa: N818 - it is what the user sees: "TurnInterrupted"

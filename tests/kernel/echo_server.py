@@ -1,4 +1,5 @@
-"""An OpenAI-compatible chat server on 127.0.0.1 that answers every request by itself and records it.
+"""A chat server on 127.0.0.1, OpenAI-compatible (``/v1/chat/completions``) and Anthropic Messages
+(``/v1/messages``), that answers every request by itself and records it (body and headers).
 
 For the kernel's conversation tests: each reply names the prompt it answers ("reply to: …"), so a test
 reads from the request log exactly what the model was sent. A prompt containing ``FAIL`` gets a 400.
@@ -43,6 +44,25 @@ def _chunk(payload: dict[str, Any]) -> bytes:
     return b"data: " + json.dumps(payload).encode() + b"\n\n"
 
 
+def _event(name: str, payload: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps({'type': name, **payload})}\n\n".encode()
+
+
+def _anthropic_stream(text: str) -> bytes:
+    message = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude", "content": []}
+    usage = {"input_tokens": 10, "output_tokens": 1}
+    return b"".join(
+        [
+            _event("message_start", {"message": {**message, "usage": usage}}),
+            _event("content_block_start", {"index": 0, "content_block": {"type": "text", "text": ""}}),
+            _event("content_block_delta", {"index": 0, "delta": {"type": "text_delta", "text": text}}),
+            _event("content_block_stop", {"index": 0}),
+            _event("message_delta", {"delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 5}}),
+            _event("message_stop", {}),
+        ]
+    )
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
@@ -53,7 +73,11 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
         self.server.owner.requests.append(body)
+        self.server.owner.headers.append({k.lower(): v for k, v in self.headers.items()})
         prompt = _last_user_text(body)
+        if self.path.endswith("/messages"):
+            self._respond(200, "text/event-stream", _anthropic_stream(f"reply to: {prompt.strip()}"))
+            return
         if "FAIL" in prompt:
             payload = json.dumps({"error": {"message": "this prompt is refused", "type": "invalid_request"}})
             self._respond(400, "application/json", payload.encode())
@@ -86,6 +110,7 @@ class _Server(ThreadingHTTPServer):
 class EchoServer:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.owner = self
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05})
@@ -93,8 +118,13 @@ class EchoServer:
 
     @property
     def base_url(self) -> str:
+        """The OpenAI-compatible base URL; the Anthropic one is :attr:`root`."""
+        return f"{self.root}/v1"
+
+    @property
+    def root(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
+        return f"http://{host!s}:{port}"
 
     def conversations(self) -> list[list[tuple[str, str]]]:
         return [prompts(body) for body in self.requests]

@@ -232,6 +232,14 @@ class NotebookAgent:
     def set_model(self, model: str | dict[str, Any]) -> Agent:
         return self._update_agent(model=model)
 
+    def check_model(self, model: str | dict[str, Any]) -> None:
+        """Raise, saying what to do, unless a provider serves ``model`` and has what it needs to send a
+        request (its key or base URL): said when the model is chosen, not at the first turn."""
+        from ..records.model import ModelConfig
+
+        config = ModelConfig.model_validate(model if isinstance(model, dict) else {"id": model})
+        self.engine.providers.resolve(config).provider.check_ready()
+
     def set_system(self, system: str | None) -> Agent:
         return self._update_agent(system=system)
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from ..errors import ConfigurationError, ProviderAuthError, ProviderError, UserError
+from ..errors import ConfigurationError, MissingKeyError, ProviderAuthError, ProviderError, UserError
 from ..events import TextBlock
 from ..records.agent import ServerTool
 from ..usage import InputBilling, Pricing
@@ -44,6 +44,7 @@ from .base import (
     ToolCallPart,
     ToolResultPart,
 )
+from .credentials import api_key
 
 __all__ = [
     "API_VERSION",
@@ -90,7 +91,7 @@ class AnthropicProvider(Provider):
     ) -> None:
         # Like the SDK: an empty variable counts as unset. Whitespace around a key (the \r of a CRLF .env)
         # is dropped; a key still unfit for a header is refused in _prepare, naming the variable.
-        self._api_key = clean_key(api_key) or clean_key(os.environ.get(KEY_ENV))
+        self._explicit_key = clean_key(api_key)
         self.base_url = base_url or os.environ.get(BASE_URL_ENV) or DEFAULT_BASE_URL
         self._url = join_url(self.base_url, "v1/messages")
         self.betas = tuple(betas)
@@ -100,6 +101,11 @@ class AnthropicProvider(Provider):
     def __repr__(self) -> str:
         return f"AnthropicProvider(base_url={self.base_url!r})"
 
+    @property
+    def _api_key(self) -> str | None:
+        # Read at each request: a key typed into %model's prompt serves the providers built before it.
+        return self._explicit_key or clean_key(api_key(KEY_ENV))
+
     def pricing(self, model: str) -> Pricing | None:
         return self._pricing or genai_pricing("anthropic", model)
 
@@ -108,9 +114,10 @@ class AnthropicProvider(Provider):
 
     def check_ready(self) -> None:
         if self._api_key is None:
-            raise ConfigurationError(
+            raise MissingKeyError(
                 f"no Anthropic API key: set the {KEY_ENV} environment variable before starting Jupyter "
-                "(or, in a notebook, %model prompts for one)"
+                "(or, in a notebook, %model prompts for one)",
+                KEY_ENV,
             )
 
     def input_billing(self, request: ModelRequest) -> InputBilling:

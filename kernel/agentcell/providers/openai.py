@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..errors import ConfigurationError, ProviderAuthError
+from ..errors import MissingKeyError, ProviderAuthError
 from ..usage import FREE, InputBilling, Pricing
 from ._http import DEFAULT_TIMEOUT, ErrorContext, HTTPStreamer, RetryPolicy, check_key, clean_key, join_url
 from ._openai_stream import OpenAIStreamParser
@@ -37,6 +37,7 @@ from .base import (
     ToolCallPart,
     ToolResultPart,
 )
+from .credentials import api_key
 
 __all__ = [
     "OLLAMA_BASE_URL",
@@ -74,7 +75,7 @@ class OpenAIProvider(Provider):
         pricing: Pricing | None = None,
     ) -> None:
         self.name = name
-        self._api_key = clean_key(api_key)  # without the \r a CRLF .env file leaves; empty means none
+        self._explicit_key = clean_key(api_key)  # without the \r a CRLF .env file leaves; empty means none
         self.base_url = base_url
         self._url = join_url(base_url, "chat/completions")
         self._key_env = key_env
@@ -85,11 +86,17 @@ class OpenAIProvider(Provider):
     def __repr__(self) -> str:
         return f"OpenAIProvider(name={self.name!r}, base_url={self.base_url!r})"
 
+    @property
+    def _api_key(self) -> str | None:
+        # Read at each request: a key typed into %model's prompt serves the providers built before it.
+        return self._explicit_key or clean_key(api_key(self._key_env))
+
     def check_ready(self) -> None:
         if self._api_key is None and self._official:
-            raise ConfigurationError(
+            raise MissingKeyError(
                 f"no OpenAI API key: set the {self._key_env} environment variable, or {BASE_URL_ENV} to an "
-                "OpenAI-compatible server (vLLM, Ollama, llama.cpp) that needs none"
+                "OpenAI-compatible server (vLLM, Ollama, llama.cpp) that needs none",
+                self._key_env,
             )
 
     def input_billing(self, request: ModelRequest) -> InputBilling:
@@ -164,7 +171,6 @@ def _is_loopback(url: str) -> bool:
 
 def openai_provider(config: ModelConfig) -> OpenAIProvider:
     return OpenAIProvider(
-        api_key=os.environ.get(KEY_ENV),
         base_url=config.base_url or os.environ.get(BASE_URL_ENV) or OPENAI_BASE_URL,
     )
 

@@ -19,6 +19,20 @@ __all__ = ["AgentMagics"]
 _SETTINGS = {"max_tokens": int, "temperature": float, "thinking_budget": int, "base_url": str}
 
 
+def _ask_hidden(prompt: str) -> str | None:
+    """A hidden prompt over the kernel's stdin (getpass: the key is never echoed, never in the notebook);
+    None when the front end cannot answer prompts (nbclient, a headless run) or the answer is empty."""
+    import getpass
+
+    from IPython.core.error import StdinNotImplementedError
+
+    try:
+        answer = getpass.getpass(prompt)
+    except (StdinNotImplementedError, EOFError, OSError):
+        return None
+    return answer.strip() or None
+
+
 @magics_class
 class AgentMagics(MagicGroup):
     HELP: ClassVar[dict[str, str]] = {
@@ -52,10 +66,26 @@ class AgentMagics(MagicGroup):
                     config[key] = _SETTINGS[key](value)
                 except ValueError:
                     raise UsageError(f"%model: {key} must be {_SETTINGS[key].__name__}, not {value!r}") from None
+            self._check_model(config)
             agent = self.host.set_model(config)
             print(f"model: {agent.model.id} (agent v{agent.version})")
         except AgentCellError as exc:
             raise self._fail(exc) from None
+
+    def _check_model(self, config: dict[str, Any]) -> None:
+        """Refuse a model no provider can serve as configured; a missing key is asked for, hidden."""
+        from ...errors import MissingKeyError
+
+        try:
+            self.host.check_model(config)
+        except MissingKeyError as exc:
+            key = _ask_hidden(f"{exc.key_env} for {config['id']} (kept in this kernel's memory only): ")
+            if key is None:
+                raise
+            from ...providers.credentials import remember_key
+
+            remember_key(exc.key_env, key)
+            self.host.check_model(config)
 
     @line_cell_magic  # type: ignore[untyped-decorator]
     def system(self, line: str, cell: str | None = None) -> None:
