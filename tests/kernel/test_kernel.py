@@ -69,7 +69,8 @@ def test_magics_answer_and_mistakes_are_one_line(kernel_env: dict[str, str]) -> 
         assert "v3 of 3" in execute(kc, "%agent").stdout
         assert "tools disabled: bash" in execute(kc, "%tools disable bash").stdout
         assert "bash  (disabled)" in execute(kc, "%tools").stdout
-        assert "%usage" in execute(kc, "%help").stdout
+        assert "| `%usage` |" in execute(kc, "%help").displays[0]["text/markdown"]
+        assert "did you mean %model?" in execute(kc, "%modle scripted").stderr
         run = execute(kc, "%%system\nYou are a careful analyst.\nCite your sources.")
         assert run.status == "ok"
         for bad, message in [

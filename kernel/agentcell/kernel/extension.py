@@ -40,7 +40,10 @@ def _install_router(shell: InteractiveShell, *, prose_is_agent: bool) -> None:
     previous = getattr(shell, _ROUTER_ATTR, None)
     if previous is not None and previous in shell.input_transformers_cleanup:
         shell.input_transformers_cleanup.remove(previous)
-    router = make_router(prose_is_agent=prose_is_agent)
+    from .magics import HELP
+
+    ours = ["agent" if name == "agent_cell" else name for name in HELP]
+    router = make_router(prose_is_agent=prose_is_agent, magic_names=lambda: shell.magics_manager.magics, preferred=ours)
     # First in line: later cleanup transformers (prompt stripping, dedent) must not touch prose.
     shell.input_transformers_cleanup.insert(0, router)
     setattr(shell, _ROUTER_ATTR, router)

@@ -7,13 +7,14 @@ transformers run, ``%magic`` lines are already rewritten into Python calls):
   kernel where the extension is loaded;
 - ``%%python`` cells run their body as ordinary Python, through IPython;
 - other ``%%magic`` cells, and cells of only ``%``/``!`` lines, pass through unchanged;
+- a ``%name`` that is no magic fails at once, one line, with the nearest name ("did you mean %model?");
 - in the agentcell kernel, any other cell is prose: leading ``%``/``!`` lines run first, the rest becomes
   ``await __agentcell__.ask(<text>)``, so IPython owns execution counts, history, tracebacks and interrupts.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 
 __all__ = ["HOST_NAME", "make_router"]
 
@@ -30,13 +31,59 @@ def _is_magic_line(line: str) -> bool:
     return not stripped or stripped.startswith(("%", "!"))
 
 
-def make_router(*, prose_is_agent: bool) -> Callable[[list[str]], list[str]]:
-    """The transformer; ``prose_is_agent`` is True in the agentcell kernel, False for ``%load_ext``."""
+ROUTED_CELL_MAGICS = ("agent", "python", "outcome")
+"""Cell magics the router handles itself."""
+
+MagicNames = Callable[[], Mapping[str, Iterable[str]]]
+"""The shell's magics by kind: ``{"line": names, "cell": names}`` (IPython's ``magics_manager.magics``)."""
+
+
+def _unknown_magic(line: str, magic_names: MagicNames, preferred: Iterable[str]) -> list[str] | None:
+    """The replacement cell for a line naming no magic: a one-line UsageError with the nearest name."""
+    stripped = line.strip()
+    if not stripped.startswith("%"):
+        return None
+    kind = "cell" if stripped.startswith("%%") else "line"
+    name = stripped.lstrip("%").split(maxsplit=1)[0] if stripped.lstrip("%") else ""
+    if not name or (kind == "cell" and name in ROUTED_CELL_MAGICS):
+        return None
+    known = set(magic_names().get(kind, ()))
+    if kind == "cell":
+        known.update(ROUTED_CELL_MAGICS)
+    if name in known:
+        return None
+    import difflib
+
+    prefix = "%" * (2 if kind == "cell" else 1)
+    ours = [n for n in preferred if n in known]
+    nearest = difflib.get_close_matches(name, ours, n=1, cutoff=0.6) or difflib.get_close_matches(
+        name, sorted(known), n=1, cutoff=0.6
+    )
+    hint = f"did you mean {prefix}{nearest[0]}?" if nearest else "%help lists agentcell's magics, %lsmagic all of them"
+    message = f"{prefix}{name} is not a magic: {hint}"
+    return [f"raise __import__('IPython.core.error', fromlist=['UsageError']).UsageError({message!r})\n"]
+
+
+def make_router(
+    *, prose_is_agent: bool, magic_names: MagicNames | None = None, preferred: Iterable[str] = ()
+) -> Callable[[list[str]], list[str]]:
+    """The transformer; ``prose_is_agent`` is True in the agentcell kernel, False for ``%load_ext``.
+    With ``magic_names``, a leading ``%`` line naming no magic is refused at once, suggesting the nearest
+    name (``preferred`` first: agentcell's own)."""
+    preferred = tuple(preferred)
 
     def route(lines: list[str]) -> list[str]:
         first_index = next((i for i, line in enumerate(lines) if line.strip()), None)
         if first_index is None:
             return lines
+        if magic_names is not None:
+            for line in lines[first_index:]:
+                if not _is_magic_line(line):
+                    break
+                if (refusal := _unknown_magic(line, magic_names, preferred)) is not None:
+                    return refusal
+                if line.lstrip().startswith("%%"):
+                    break  # a cell magic owns the rest of the cell
         first = lines[first_index].strip()
         body = "".join(lines[first_index + 1 :])
         if first.split()[0] == "%%agent":

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
     from ..host import NotebookAgent
 
-__all__ = ["GROUPS", "HELP", "MagicGroup", "register_magics"]
+__all__ = ["GROUPS", "HELP", "MagicGroup", "help_table", "register_magics"]
 
 GROUPS: tuple[type[MagicGroup], ...] = (
     AgentMagics,
@@ -63,6 +63,26 @@ _ORDER = (
 
 HELP: dict[str, str] = {name: text for group in GROUPS for name, text in group.HELP.items()}
 HELP = {name: HELP[name] for name in _ORDER} | HELP
+
+
+def help_table() -> tuple[str, str]:
+    """``%help``: the magics grouped under their headings, as a Markdown table and as plain text."""
+    titles: dict[str, str] = {name: group.TITLE for group in GROUPS for name in group.HELP}
+    grouped: dict[str, list[tuple[str, str]]] = {}
+    for name, text in HELP.items():
+        usage, _, what = text.partition("  ")
+        grouped.setdefault(titles[name], []).append((usage.strip(), what.strip()))
+    intro = "agentcell — every cell is a turn of the agent; these magics configure it (`%NAME --help` for one):"
+    markdown, plain = [intro, ""], [intro.replace("`", "")]
+    for title, rows in grouped.items():
+        markdown += [f"**{title}**", "", "| magic | what it does |", "| --- | --- |"]
+        # A | inside a table cell ends the cell, even within backticks, unless escaped.
+        markdown += [
+            f"| `{usage.replace('|', chr(92) + '|')}` | {what.replace('|', chr(92) + '|')} |" for usage, what in rows
+        ]
+        markdown.append("")
+        plain += ["", f"{title}:"] + [f"  {usage}  {what}" for usage, what in rows]
+    return "\n".join(markdown).rstrip() + "\n", "\n".join(plain)
 
 
 def register_magics(shell: InteractiveShell, host: NotebookAgent) -> None:

@@ -21,6 +21,8 @@ class MagicGroup(Magics):  # type: ignore[misc]  # IPython is untyped
     by the magic's name, printed by ``%name --help`` and listed by ``%help``."""
 
     HELP: ClassVar[dict[str, str]] = {}
+    TITLE: ClassVar[str] = "Other"
+    """The heading ``%help`` lists the group's magics under."""
 
     def __init__(self, shell: Any, host: NotebookAgent) -> None:
         super().__init__(shell)

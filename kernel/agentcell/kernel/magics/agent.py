@@ -35,6 +35,7 @@ def _ask_hidden(prompt: str) -> str | None:
 
 @magics_class
 class AgentMagics(MagicGroup):
+    TITLE: ClassVar[str] = "The agent"
     HELP: ClassVar[dict[str, str]] = {
         "model": "%model [NAME [key=value …]]  show or set the model, e.g. %model claude-sonnet-4-5 max_tokens=2048",
         "system": "%system [TEXT | --clear]  show or set the system prompt (a new agent version); %%system for a cell",

@@ -14,6 +14,7 @@ __all__ = ["CellMagics"]
 
 @magics_class
 class CellMagics(MagicGroup):
+    TITLE: ClassVar[str] = "Cells"
     HELP: ClassVar[dict[str, str]] = {
         "python": "%%python  run the cell as Python in the notebook's namespace",
         "agent_cell": "%%agent  send the cell to the agent (in any IPython kernel)",
@@ -38,8 +39,9 @@ class CellMagics(MagicGroup):
     def help_(self, line: str) -> None:
         """List agentcell's magics."""
         del line
-        from . import HELP
+        from IPython.display import display
 
-        print("agentcell — every cell is a turn of the agent; these magics configure it:")
-        for text in HELP.values():
-            print("  " + text)
+        from . import help_table
+
+        markdown, text = help_table()
+        display({"text/markdown": markdown, "text/plain": text}, raw=True)

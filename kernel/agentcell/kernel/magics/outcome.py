@@ -40,6 +40,7 @@ OUTCOME_HELP = (
 
 @magics_class
 class OutcomeMagics(MagicGroup):
+    TITLE: ClassVar[str] = "Within a turn"
     HELP: ClassVar[dict[str, str]] = {"outcome": OUTCOME_HELP}
 
     @cell_magic("outcome")  # type: ignore[arg-type]

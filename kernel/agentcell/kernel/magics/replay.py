@@ -18,6 +18,7 @@ __all__ = ["ReplayMagics"]
 
 @magics_class
 class ReplayMagics(MagicGroup):
+    TITLE: ClassVar[str] = "Recording and replay"
     HELP: ClassVar[dict[str, str]] = {
         "record": "%record  re-record the notebook: a fresh conversation whose requests run live and replace its "
         "recording (NAME.agentcell.jsonl); run the cells from the top, and do not keep %record in the notebook",

@@ -16,6 +16,7 @@ __all__ = ["SessionMagics"]
 
 @magics_class
 class SessionMagics(MagicGroup):
+    TITLE: ClassVar[str] = "The session"
     HELP: ClassVar[dict[str, str]] = {
         "budget": "%budget [USD | off]  the session's maximum list cost",
         "session": "%session [show | new | list | resume ID | title TEXT | follow ID | follow stop]  the notebook's "
@@ -92,7 +93,15 @@ class SessionMagics(MagicGroup):
                     mark = "*" if host.has_session and s.id == host.session.id else " "
                     print(f"{mark} {s.id}  {s.status:10}  {s.title or ''}")
             elif action == "resume" and len(args) == 2:
-                s = host.resume(args[1])
+                from ...errors import SessionNotFoundError
+
+                try:
+                    s = host.resume(args[1])
+                except SessionNotFoundError:
+                    raise UsageError(
+                        f"%session resume: no session with id {args[1]!r} in this database; `%session list` shows "
+                        "the ones there are"
+                    ) from None
                 print(f"resumed session {s.id} ({host.engine.store.count_events(s.id)} events)")
             elif action == "follow" and len(args) == 2:
                 from ...render.follow_view import follow_session

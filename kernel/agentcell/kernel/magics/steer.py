@@ -32,6 +32,7 @@ STEER_HELP = "%steer TEXT  guidance for the running turn, given to the model at 
 
 @magics_class
 class SteerMagics(MagicGroup):
+    TITLE: ClassVar[str] = "Within a turn"
     HELP: ClassVar[dict[str, str]] = {"steer": STEER_HELP}
 
     @line_magic  # type: ignore[untyped-decorator]

@@ -30,6 +30,7 @@ THREADS_HELP = (
 
 @magics_class
 class ThreadMagics(MagicGroup):
+    TITLE: ClassVar[str] = "Within a turn"
     HELP: ClassVar[dict[str, str]] = {"threads": THREADS_HELP}
 
     @line_magic  # type: ignore[untyped-decorator]
