@@ -483,6 +483,9 @@ class SpanModelRequestStart(_EventBase):
     """Present when the budget lowered ``max_tokens``: what the agent asked for."""
     preparing: str | None = None
     """What the request waits on before the model itself (``loading the local model``), when anything."""
+    context_turns: int | None = None
+    """On the primary thread: how many turns of the active path the request carries before this turn's
+    own (what a notebook shows as "context: 3 turns above")."""
 
 
 class SpanModelRequestEnd(_EventBase):

@@ -55,7 +55,10 @@ def test_rerunning_an_earlier_cell_branches_from_there(env: dict[str, str], serv
     with running_kernel(env) as (_, kc):
         for cell_id, text in (("c1", "first question"), ("c2", "second question"), ("c3", "third question")):
             assert execute(kc, text, cell_id=cell_id).status == "ok"
-        assert execute(kc, "second, reworded", cell_id="c2").status == "ok"
+        branched_run = execute(kc, "second, reworded", cell_id="c2")
+        assert branched_run.status == "ok"
+        # The turn says what it carried: one turn above (c1), not the three turns that ran before it.
+        assert "context: 1 turn above · 10 tokens" in branched_run.final_markdown
         # The cell after it has left the path: a new cell sees c1 and the new c2 only.
         assert execute(kc, "fourth question", cell_id="c4").status == "ok"
     *_, branched, after = server.conversations()

@@ -232,6 +232,7 @@ class TurnRunner:
                     max_tokens=request.settings.max_tokens,
                     budget_shortened_from=plan.shortened_from,
                     preparing=resolved.provider.preparing(),
+                    context_turns=len(log.path().turns) - 1 if self.thread_id is None else None,
                 )
                 log.emit(start)
                 accumulator = ResponseAccumulator()

@@ -32,6 +32,7 @@ from ..events import (
     SessionThreadStatusIdle,
     SessionUsageEvent,
     SpanModelRequestEnd,
+    SpanModelRequestStart,
     SpanOutcomeEvaluationEnd,
     SpanOutcomeEvaluationStart,
     StreamItem,
@@ -118,6 +119,10 @@ class TurnFold:
     """tool_use_id of a spawn call -> the thread it created."""
     thread_id: str | None = None
     """The thread this fold covers (None: the primary thread); items of other threads nest."""
+    context_turns: int | None = None
+    """How many turns of the active path the turn's requests carried before its own."""
+    context_tokens: int | None = None
+    """The input tokens of the turn's first answered request: the context it started from."""
 
     def apply(self, item: StreamItem) -> None:
         if not self._apply_thread(item):
@@ -187,11 +192,8 @@ class TurnFold:
                 self._apply_tool(item)
             case UserToolConfirmation() | AgentToolResult() | AgentServerToolResult():
                 self._apply_tool(item)
-            case SpanModelRequestEnd():
-                self.turn_usage = self.turn_usage + item.model_usage
-                if item.is_error:  # a failed attempt's previews are abandoned: a retry streams afresh
-                    self.blocks = [(kind, key) for kind, key in self.blocks if key not in self.previewed]
-                    self.previewed.clear()
+            case SpanModelRequestStart() | SpanModelRequestEnd():
+                self._apply_span(item)
             case SessionUsageEvent():
                 self.session_usage = item.usage
                 self.budget = item.budget
@@ -313,6 +315,33 @@ class TurnFold:
         from .markdown import usage_line
 
         return usage_line(self)
+
+    def _apply_span(self, item: SpanModelRequestStart | SpanModelRequestEnd) -> None:
+        if isinstance(item, SpanModelRequestStart):
+            if self.context_turns is None:
+                self.context_turns = item.context_turns
+            return
+        if self.context_tokens is None and not item.is_error:
+            self.context_tokens = item.model_usage.total_input_tokens
+        self.turn_usage = self.turn_usage + item.model_usage
+        if item.is_error:  # a failed attempt's previews are abandoned: a retry streams afresh
+            self.blocks = [(kind, key) for kind, key in self.blocks if key not in self.previewed]
+            self.previewed.clear()
+
+    @property
+    def context_line(self) -> str | None:
+        """ "context: 3 turns above · 4.2k tokens": what the model saw besides this turn's prompt."""
+        if self.context_turns is None:
+            return None
+        turns = (
+            "no turns above"
+            if not self.context_turns
+            else f"{self.context_turns} turn{'s' if self.context_turns != 1 else ''} above"
+        )
+        if self.context_tokens is None:
+            return f"context: {turns}"
+        tokens = f"{self.context_tokens / 1000:.1f}k" if self.context_tokens >= 1000 else str(self.context_tokens)
+        return f"context: {turns} · {tokens} tokens"
 
     def footer(self) -> str:
         from .markdown import footer

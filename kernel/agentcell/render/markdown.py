@@ -41,8 +41,9 @@ def usage_line(fold: TurnFold) -> str:
 
 
 def footer(fold: TurnFold) -> str:
-    """The last line of a finished turn: its usage and why it stopped."""
-    return usage_line(fold) + (f" · stop: {fold.stop_reason}" if fold.stop_reason else "")
+    """The last line of a finished turn: what context it carried, its usage and why it stopped."""
+    context = f"{fold.context_line} · " if fold.context_line else ""
+    return context + usage_line(fold) + (f" · stop: {fold.stop_reason}" if fold.stop_reason else "")
 
 
 def outcome_heading(outcome: OutcomeState) -> str:
