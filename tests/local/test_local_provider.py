@@ -160,10 +160,11 @@ async def test_cancelling_the_consumer_stops_generation_within_a_second(provider
     assert time.perf_counter() - started < 1.0
     assert not _workers()  # the generation thread has ended, not merely been abandoned
     assert deltas < 60
-    # The model is free again at once.
+    # The model is free again at once: not after the rest of the cancelled 3,000 tokens (a minute or more
+    # here). The bound leaves room for a loaded machine's prompt processing of a short request.
     started = time.perf_counter()
     _, response = await collect(provider, request("Hi", max_tokens=4))
-    assert response.text and time.perf_counter() - started < 5
+    assert response.text and time.perf_counter() - started < 15
 
 
 @pytest.mark.slow

@@ -41,7 +41,7 @@ DEFAULT_SYSTEM = (
 )
 
 
-class AgentCell(Configurable):  # type: ignore[misc]  # traitlets is untyped
+class AgentCell(Configurable):
     """agentcell's settings (``%config AgentCell.model = "claude-…"``)."""
 
     model = Unicode("", help="Model for new notebooks; empty picks the default (see `%model`).").tag(config=True)

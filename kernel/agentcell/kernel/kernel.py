@@ -17,7 +17,7 @@ from .extension import load
 __all__ = ["AgentCellKernel"]
 
 
-class AgentCellKernel(IPythonKernel):  # type: ignore[misc]  # ipykernel is untyped
+class AgentCellKernel(IPythonKernel):
     implementation = "agentcell"
     implementation_version = __version__
     language_info = {  # noqa: RUF012 - ipykernel reads this class attribute

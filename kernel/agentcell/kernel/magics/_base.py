@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 __all__ = ["MagicGroup"]
 
 
-class MagicGroup(Magics):  # type: ignore[misc]  # IPython is untyped
+class MagicGroup(Magics):
     """A group of magics over the notebook's agent host. ``HELP`` holds each magic's one-line usage, keyed
     by the magic's name, printed by ``%name --help`` and listed by ``%help``."""
 

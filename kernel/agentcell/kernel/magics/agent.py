@@ -46,7 +46,7 @@ class AgentMagics(MagicGroup):
         "mcp": "%mcp [list | add NAME -- COMMAND … | add NAME --url URL | remove NAME]  MCP servers",
     }
 
-    @line_magic  # type: ignore[untyped-decorator]
+    @line_magic
     def model(self, line: str) -> None:
         """Show or set the model: %model NAME [max_tokens=N temperature=T thinking_budget=N base_url=U]."""
         args = self._guard("model", line)
@@ -88,7 +88,7 @@ class AgentMagics(MagicGroup):
             remember_key(exc.key_env, key)
             self.host.check_model(config)
 
-    @line_cell_magic  # type: ignore[untyped-decorator]
+    @line_cell_magic
     def system(self, line: str, cell: str | None = None) -> None:
         """Show or set the system prompt; %%system takes the whole cell."""
         if cell is None:
@@ -109,7 +109,7 @@ class AgentMagics(MagicGroup):
             raise self._fail(exc) from None
         print(f"system prompt {'set' if text else 'cleared'} (agent v{agent.version})")
 
-    @line_magic  # type: ignore[untyped-decorator]
+    @line_magic
     def tools(self, line: str) -> None:
         """List, enable or disable the agent's tools."""
         args = self._guard("tools", line)
@@ -153,7 +153,7 @@ class AgentMagics(MagicGroup):
         except AgentCellError as exc:
             raise self._fail(exc) from None
 
-    @line_magic  # type: ignore[untyped-decorator]
+    @line_magic
     def permissions(self, line: str) -> None:
         """Show or set the permission preset."""
         args = self._guard("permissions", line)
@@ -168,7 +168,7 @@ class AgentMagics(MagicGroup):
         except AgentCellError as exc:
             raise self._fail(exc) from None
 
-    @line_magic  # type: ignore[untyped-decorator]
+    @line_magic
     def agent(self, line: str) -> None:
         """Show the agent and its pinned version, list versions, or pin one."""
         args = self._guard("agent", line)
@@ -197,7 +197,7 @@ class AgentMagics(MagicGroup):
         except AgentCellError as exc:
             raise self._fail(exc) from None
 
-    @line_magic  # type: ignore[untyped-decorator]
+    @line_magic
     def mcp(self, line: str) -> None:
         """List, add or remove the agent's MCP servers."""
         args = self._guard("mcp", line)

@@ -105,7 +105,7 @@ def _split(body: str) -> tuple[str, str]:
 async def run_outcome_cell(host: NotebookAgent, line: str, body: str) -> None:
     """Run a ``%%outcome`` cell as one turn, rendered like any agent cell, then print where it ended."""
     spec = parse_outcome_cell(line, body)
-    await host.ask(spec)  # type: ignore[arg-type]  # NotebookAgent.ask passes any turn input on to the session
+    await host.ask(spec)
     last = host.last
     if last is not None and last.outcome is not None:
         print(outcome_summary(last.outcome))

@@ -32,7 +32,7 @@ class ReplayMagics(MagicGroup):
             raise UsageError(f"%{name}: this kernel runs no notebook (no JPY_SESSION_NAME), so it has no recording")
         return replayer
 
-    @line_magic  # type: ignore[untyped-decorator]
+    @line_magic
     def record(self, line: str) -> None:
         """Re-record: a new conversation whose requests run live and replace the notebook's recording."""
         args = self._guard("record", line)
@@ -48,7 +48,7 @@ class ReplayMagics(MagicGroup):
         replayer.mode = "record"
         print(f"recording into {replayer.path.name} (new session {session.id}); run the cells from the top")
 
-    @line_magic  # type: ignore[untyped-decorator]
+    @line_magic
     def replay(self, line: str) -> None:
         """Replay the notebook from its recording (auto: unrecorded requests live), go live (off), or show
         the status."""

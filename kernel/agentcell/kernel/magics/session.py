@@ -24,7 +24,7 @@ class SessionMagics(MagicGroup):
         "usage": "%usage  tokens, list cost, budget and time of this session",
     }
 
-    @line_magic  # type: ignore[untyped-decorator]
+    @line_magic
     def budget(self, line: str) -> None:
         """Show, set or remove the session's budget (maximum list cost in USD)."""
         args = self._guard("budget", line)
@@ -42,7 +42,7 @@ class SessionMagics(MagicGroup):
         except AgentCellError as exc:
             raise self._fail(exc) from None
 
-    @line_magic  # type: ignore[untyped-decorator]
+    @line_magic
     def usage(self, line: str) -> None:
         """Tokens, list cost, budget and time of this session."""
         if self._guard("usage", line) is None:
@@ -72,7 +72,7 @@ class SessionMagics(MagicGroup):
         table = "| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
         display(Markdown(f"**Usage of session `{session.id}`**\n\n{table}"))
 
-    @line_magic  # type: ignore[untyped-decorator]
+    @line_magic
     def session(self, line: str) -> None:
         """Show, start, list or resume sessions, or set the title."""
         args = self._guard("session", line)

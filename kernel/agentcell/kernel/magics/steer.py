@@ -35,7 +35,7 @@ class SteerMagics(MagicGroup):
     TITLE: ClassVar[str] = "Within a turn"
     HELP: ClassVar[dict[str, str]] = {"steer": STEER_HELP}
 
-    @line_magic  # type: ignore[untyped-decorator]
+    @line_magic
     def steer(self, line: str) -> None:
         """Add guidance to the running turn, delivered at its next model request."""
         if self._guard("steer", line) is None:

@@ -33,7 +33,7 @@ class ThreadMagics(MagicGroup):
     TITLE: ClassVar[str] = "Within a turn"
     HELP: ClassVar[dict[str, str]] = {"threads": THREADS_HELP}
 
-    @line_magic  # type: ignore[untyped-decorator]
+    @line_magic
     def threads(self, line: str) -> None:
         """Let the agent spawn threads of other agents, or list the session's threads."""
         args = self._guard("threads", line)
