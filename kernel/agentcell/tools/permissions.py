@@ -18,8 +18,10 @@ fetch              ask         ask              allow
 =================  ==========  ===============  ==================
 
 ``kernel`` is allowed under ``workspace-write`` because running Python in the notebook's namespace is what
-a notebook agent is for, and a notebook run headless (nbclient, Binder) has nobody to ask; ``bash`` and MCP
-tools still ask.
+a notebook agent is for, and a notebook run headless (nbclient, Binder) has nobody to ask. It is allowed
+within the preset's file rule, enforced on the code itself (:mod:`.confine`): the python tool's code writes
+only inside (and ``~/.cache``), reads in the home directory only inside and in Python's installation, and
+starts no process and opens no connection; ``bash`` and MCP tools still ask.
 
 "Inside" is the workspace or one of the permitted temporary directories, after resolving ``..`` and every
 symlink, so ``../x``, an absolute path, a symlink pointing out and a path under a symlinked directory that
@@ -136,6 +138,11 @@ class PermissionPolicy:
         """The real path ``path`` names, relative paths taken from the workspace; symlinks are followed
         even where the final target does not exist yet, so a dangling link cannot smuggle a write out."""
         return Path(os.path.realpath(self.workspace / Path(path).expanduser()))
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        """The real directories that count as inside: the workspace and the temp directories."""
+        return self._roots
 
     def contains(self, real: Path) -> bool:
         return any(real == root or real.is_relative_to(root) for root in self._roots)

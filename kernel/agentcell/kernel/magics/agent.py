@@ -41,7 +41,9 @@ class AgentMagics(MagicGroup):
         "system": "%system [TEXT | --clear]  show or set the system prompt (a new agent version); %%system for a cell",
         "tools": "%tools [list | enable NAME… | disable NAME… | force NAME…]  the agent's tools; force: the next "
         "turn's first requests call these tools, one each, in order (helps small models)",
-        "permissions": "%permissions [read-only | workspace-write | danger-full-access]  what tools may do unasked",
+        "permissions": "%permissions [read-only | workspace-write | danger-full-access]  what tools may do unasked; "
+        "workspace-write: files change only inside the workspace, by the file tools and the python tool alike, and "
+        "shell commands and the network ask",
         "agent": "%agent [show | pin VERSION | versions]  the agent and its pinned version",
         "mcp": "%mcp [list | add NAME -- COMMAND … | add NAME --url URL | remove NAME]  MCP servers",
     }

@@ -33,8 +33,10 @@ from typing import Any, TextIO
 
 from ...events import ContentBlock, ImageBlock, ImageSource, TextBlock
 from ..base import ToolResult
-from ..definition import ToolDefinition
+from ..confine import confined, exempt
+from ..definition import ToolContext, ToolDefinition
 from ..functions import function_tool
+from ..permissions import PermissionPolicy
 
 __all__ = ["PythonInterrupted", "python_tool"]
 
@@ -175,6 +177,11 @@ class _Worker:
 
 
 def _set_async_exc(ident: int, exc: type[BaseException] | None) -> None:
+    with exempt():  # the tool's own bookkeeping, not the model's code
+        _set_async_exc_unconfined(ident, exc)
+
+
+def _set_async_exc_unconfined(ident: int, exc: type[BaseException] | None) -> None:
     payload = ctypes.py_object(exc) if exc is not None else ctypes.c_void_p(None)
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), payload)
 
@@ -216,7 +223,9 @@ def _format_traceback(exc: BaseException, filename: str) -> str:
     return "".join(traceback.format_exception(type(exc), exc, tb)).rstrip()
 
 
-async def _execute(source: str, namespace: dict[str, Any], limit: float) -> tuple[_Capture, str | None]:
+async def _execute(
+    source: str, namespace: dict[str, Any], limit: float, policy: PermissionPolicy | None = None
+) -> tuple[_Capture, str | None]:
     """Run ``source`` in a worker thread; returns what it captured and, when it was stopped, why."""
     capture = _Capture()
     worker = _Worker()
@@ -229,7 +238,8 @@ async def _execute(source: str, namespace: dict[str, Any], limit: float) -> tupl
 
     def work() -> None:
         try:
-            _run(source, namespace, capture, worker)
+            with confined(policy) if policy is not None else contextlib.nullcontext():
+                _run(source, namespace, capture, worker)
         except PythonInterrupted:
             # It landed while the run was winding down, after the code itself had finished.
             capture.error = capture.error or "the code was interrupted"
@@ -375,7 +385,7 @@ def python_tool(
     """The ``python`` tool over ``namespace``; code times out after ``timeout`` seconds unless the call
     asks for another limit (at most ``max_timeout``)."""
 
-    async def python(code: str, timeout_seconds: float | None = None) -> ToolResult:
+    async def python(code: str, context: ToolContext, timeout_seconds: float | None = None) -> ToolResult:
         """Run Python code in the notebook's namespace and show its output, the value of its last
         expression, new figures, or its traceback. Variables persist between calls; top-level await
         works.
@@ -385,7 +395,8 @@ def python_tool(
             timeout_seconds: Stop the code after this many seconds (the default suits most code).
         """
         limit = min(timeout_seconds or timeout, max_timeout)
-        capture, stopped = await _execute(code, namespace, limit)
+        # The preset's guard rails (tools/confine.py): it runs unasked, so it gets the file rule instead.
+        capture, stopped = await _execute(code, namespace, limit, context.policy)
         return _render(capture, stopped)
 
     return function_tool(python, name=name, access={"kernel"}, origin="builtin")
