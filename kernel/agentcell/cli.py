@@ -165,6 +165,8 @@ def _run(args: argparse.Namespace) -> int:
         from .render.notebook_html import write_html
 
         html = Path(args.html).resolve() if args.html else out.with_suffix(".html")
+        if html.suffix == ".ipynb":  # never overwrite a notebook with a page
+            html = html.with_suffix(".html")
         write_html(nb, html)
         print(f"wrote {html}", file=sys.stderr)
     return status
@@ -336,8 +338,18 @@ def main(argv: list[str] | None = None) -> int:
     copy.add_argument("dst", help="database file or postgresql:// URL to copy into")
     copy.set_defaults(run=_migrate)
 
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_html_flag_alone(sys.argv[1:] if argv is None else argv))
     return int(args.run(args))
+
+
+def _html_flag_alone(argv: list[str]) -> list[str]:
+    """``--html NOTEBOOK.ipynb`` means the flag without a path, then the notebook (argparse would take the
+    notebook for the page's path)."""
+    out = list(argv)
+    for index, value in enumerate(out[:-1]):
+        if value == "--html" and out[index + 1].endswith(".ipynb"):
+            out[index] = "--html="
+    return out
 
 
 if __name__ == "__main__":

@@ -137,3 +137,11 @@ def test_the_kernel_runs_on_the_ipykernel_of_this_environment(kernel_env: dict[s
     with running_kernel(kernel_env) as (_, kc):
         shown = execute(kc, "%%python\nimport ipykernel\nipykernel.__version__")
     assert shown.displays[0]["text/plain"] == repr(ipykernel.__version__)
+
+
+def test_html_flag_before_the_notebook_writes_a_page_beside_it(kernel_env: dict[str, str], tmp_path: Path) -> None:
+    nb = _notebook(tmp_path / "page.ipynb", "Hello")
+    done = _run("run", "--html", str(nb), env=kernel_env)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "page.executed.html").read_text().startswith("<!DOCTYPE html>")
+    assert nbformat.read(nb, as_version=4).cells[0].outputs == []  # the notebook itself is untouched

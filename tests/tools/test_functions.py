@@ -211,3 +211,24 @@ def test_redefining_a_tool_replaces_it_and_a_clash_still_fails(registry: ToolReg
     registry.register(function_tool(helper))  # registered by other means: not a redefinition
     with pytest.raises(ToolRegistrationError, match="already registered"):
         tool(registry=registry)(make(3))
+
+
+async def test_a_return_value_that_cannot_be_a_result_blames_the_tool() -> None:
+    from agentcell.tools import ToolRegistry, function_tool
+
+    from ._support import make_call
+
+    class Unprintable:
+        def __repr__(self) -> str:
+            raise ValueError("no text for this")
+
+    def odd() -> object:
+        """Return something no tool result can hold."""
+        return Unprintable()
+
+    registry = ToolRegistry()
+    registry.register(function_tool(odd))
+    result = await registry.execute(make_call("odd"))
+    assert result.is_error and result.error_code == "BAD_RESULT"
+    assert result.text_content.startswith("odd returned a Unprintable that cannot be a tool result (no text for this)")
+    assert "hook" not in result.text_content

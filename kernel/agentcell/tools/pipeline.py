@@ -284,7 +284,14 @@ async def _invoke(definition: ToolDefinition, context: ToolContext) -> ToolResul
         # the turn's or the kernel's end (the loop would let a KeyboardInterrupt out and stop).
         _reraise_cancellation(exc)
         return ToolResult.error(_describe(exc))
-    return as_result(value)
+    try:
+        return as_result(value)
+    except Exception as exc:  # the tool's own return value: blame the tool, not a hook nobody installed
+        return ToolResult.error(
+            f"{definition.name} returned a {type(value).__name__} that cannot be a tool result ({exc}); return a "
+            "string, content blocks, a ToolResult, or JSON-serialisable data",
+            "BAD_RESULT",
+        )
 
 
 def _reraise_cancellation(exc: BaseException) -> None:
