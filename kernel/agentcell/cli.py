@@ -148,14 +148,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         client.execute()
     except CellExecutionError as exc:
-        failed = [i for i, c in enumerate(code_cells, 1) if any(o.get("output_type") == "error" for o in c.outputs)]
-        where = f"cell {failed[0]} of {total} ({_first_line(code_cells[failed[0] - 1].source)})" if failed else "a cell"
-        said = f"{exc.ename}: {exc.evalue}" if exc.evalue else str(exc).strip()[-2000:]
-        from .providers.replay import NOT_RECORDED
-
-        # A turn missing from the recording is said once, with the others, by _report_replay below.
-        detail = "" if exc.evalue.startswith(NOT_RECORDED) else f":\n  {said}"
-        print(f"agentcell run: {where} failed, so the run stopped there{detail}", file=sys.stderr)
+        _say_failed(exc, code_cells)
         status = 1
     finally:
         nbformat.write(nb, out)
@@ -170,6 +163,19 @@ def _run(args: argparse.Namespace) -> int:
         write_html(nb, html)
         print(f"wrote {html}", file=sys.stderr)
     return status
+
+
+def _say_failed(exc: Any, code_cells: list[Any]) -> None:
+    """One line naming the failed cell (the run stops there) and what it said."""
+    from .providers.replay import NOT_RECORDED
+
+    failed = [i for i, c in enumerate(code_cells, 1) if any(o.get("output_type") == "error" for o in c.outputs)]
+    total = len(code_cells)
+    where = f"cell {failed[0]} of {total} ({_first_line(code_cells[failed[0] - 1].source)})" if failed else "a cell"
+    said = f"{exc.ename}: {exc.evalue}" if exc.evalue else str(exc).strip()[-2000:]
+    # A turn missing from the recording is said once, with the others, by _report_replay.
+    detail = "" if exc.evalue.startswith(NOT_RECORDED) else f":\n  {said}"
+    print(f"agentcell run: {where} failed, so the run stopped there{detail}", file=sys.stderr)
 
 
 def _report_replay(nb: Any, notebook: Path, mode: str, *, failed: bool) -> int:
