@@ -4,9 +4,11 @@ turn however the turn ended: answered, interrupted, or never started."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 from IPython.core.error import UsageError
+from IPython.core.interactiveshell import InteractiveShell
 
 from agentcell import ScriptedProvider, ScriptedResponse, ScriptedText, ScriptedToolCall
 from agentcell import events as ev
@@ -71,3 +73,31 @@ async def test_a_turn_that_never_started_closes_the_renderer_with_nothing(host: 
     with pytest.raises(UsageError, match="no_such_tool"):
         await host.ask("force a tool that is not there")
     assert recorder.closes == 1 and recorder.closed is None
+
+
+@pytest.mark.parametrize("kind", ["not a database", "a directory"])
+def test_a_database_problem_is_one_line_in_a_prose_cell(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    from agentcell.kernel.extension import load, unload
+
+    target = tmp_path / "broken.db"
+    if kind == "a directory":
+        target.mkdir()
+    else:
+        target.write_text("garbage, not SQLite")
+    monkeypatch.setenv("AGENTCELL_DB", str(target))
+    monkeypatch.setenv("AGENTCELL_MODEL", "scripted")
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    shell = InteractiveShell.instance()
+    load(shell, prose_is_agent=True)
+    try:
+        result = shell.run_cell("Hello there")
+    finally:
+        unload(shell)
+        InteractiveShell.clear_instance()
+    assert type(result.error_in_exec).__name__ == "StoreError"
+    assert str(result.error_in_exec).endswith("point AGENTCELL_DB at another file")
+    shown = capsys.readouterr()
+    assert "Traceback" not in shown.out + shown.err
+    assert (shown.out + shown.err).strip().count("\n") == 0  # one line
