@@ -255,3 +255,17 @@ def test_mcp_secrets_stay_out_of_snapshots_and_reprs_but_not_out_of_the_agent(en
     stored = Engine(db_path).agents.get(agent.id)
     assert stored.mcp_servers[0].headers == {"Authorization": "Bearer hdr-SECRET"}
     assert stored.mcp_servers[1].env == {"API_TOKEN": "env-SECRET"}
+
+
+async def test_a_server_babbling_on_stdout_fails_fast_in_one_line(
+    free: ToolRegistry, workspace: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    babble = "import time\nfor i in range(200): print('starting up, please wait', i, flush=True)\ntime.sleep(60)"
+    noisy = McpServer(name="noisy", command=[sys.executable, "-c", babble])
+    started = asyncio.get_running_loop().time()
+    async with McpTools(free, [noisy, _stdio("fine")], scope=SCOPE, cwd=workspace) as servers:
+        failed, fine = servers.statuses()
+        assert failed.state == "failed" and fine.state == "running"
+        assert failed.error is not None and "wrote something that is not JSON-RPC on its stdout" in failed.error
+    assert asyncio.get_running_loop().time() - started < 15  # not the 30 s start timeout
+    assert not [r for r in caplog.records if r.exc_info]  # no traceback per line

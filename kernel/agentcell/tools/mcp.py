@@ -26,7 +26,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
@@ -160,7 +160,7 @@ class McpConnection:
         command, *args = self.server.command
         command = kernel_command(command)
         parameters = StdioServerParameters(command=command, args=args, env=self.server.env or None, cwd=self.cwd)
-        return stdio_client(parameters, errlog=self._stderr)
+        return _strict_stdout(stdio_client(parameters, errlog=self._stderr), self.server.name)
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
         """Call a tool of this server; a server that is gone or goes away answers with an error result."""
@@ -225,6 +225,45 @@ class McpConnection:
     def status(self, tools: tuple[str, ...] = ()) -> McpServerStatus:
         error = self.error if self.state in ("failed", "crashed") else None
         return McpServerStatus(name=self.server.name, state=self.state, error=error, tools=tools)
+
+
+class _QuietParseErrors(logging.Filter):
+    """The MCP SDK logs a full traceback for every stdout line it cannot parse; the connection reports the
+    first one itself, in one line, and ends."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Failed to parse JSONRPC message" not in record.getMessage()
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_QuietParseErrors())
+
+
+@contextlib.asynccontextmanager
+async def _strict_stdout(transport: Any, name: str) -> AsyncIterator[tuple[Any, Any]]:
+    """The stdio transport, ending at the first stdout line that is not JSON-RPC instead of skipping each
+    (a babbling server would otherwise hang the start for its whole timeout)."""
+    import anyio
+
+    async with transport as (read, write):
+        sender, receiver = anyio.create_memory_object_stream[Any](16)
+
+        async def pump() -> None:
+            async with sender:
+                async for item in read:
+                    if isinstance(item, Exception):
+                        raise ConnectionError(  # ends the connection: _own reports it, one line
+                            f"the MCP server {name!r} wrote something that is not JSON-RPC on its stdout "
+                            f"({_summary(item)[:200]}); a stdio server must keep stdout for the protocol and log "
+                            "to stderr"
+                        )
+                    await sender.send(item)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(pump)
+            try:
+                yield receiver, write
+            finally:
+                group.cancel_scope.cancel()
 
 
 def _connection_closed(exc: BaseException) -> bool:
