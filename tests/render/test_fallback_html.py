@@ -44,15 +44,17 @@ def test_links_and_images_are_restricted() -> None:
         view_of(
             message(
                 f"[x](javascript:alert(1)) [ok](https://example.org) ![a]({png}) "
-                "![b](https://evil.example/t.png) ![c](files/p.png)"
+                "![b](https://evil.example/t.png) ![c](files/p.png) ![out](/logout) ![d](//evil.example/x)"
             )
         ),
         footer="f",
     )
     assert 'href="javascript:' not in html
     assert 'href="https://example.org"' in html
-    assert f'src="{png}"' in html and 'src="files/p.png"' in html
-    assert 'src="https://evil' not in html
+    assert f'src="{png}"' in html
+    # Nothing the browser would fetch with the user's cookies, nor from a third party (issue 21, 5).
+    assert html.count("<img") == 1
+    assert "[image: out]" in html and "[image: c]" in html
 
 
 def test_tool_cards_thinking_errors_and_footer() -> None:

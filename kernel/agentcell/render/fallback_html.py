@@ -3,7 +3,8 @@
 Built from the same :class:`~agentcell.render.fold.TurnFold` as the Markdown fallback. Safe by
 construction: the model's Markdown is rendered by markdown-it with raw HTML off (a ``<script>`` in the
 text comes out as text), links are validated by markdown-it (no ``javascript:``), images are kept only
-from ``data:`` raster URLs or relative paths (the notebook's own origin), and everything else is escaped.
+from ``data:`` raster URLs (never a URL the browser would fetch with the user's credentials), and everything
+else is escaped.
 """
 
 from __future__ import annotations
@@ -36,10 +37,9 @@ _BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]*$")
 
 
 def _safe_image_src(src: str) -> bool:
-    """``data:`` raster images, or a relative URL (served by the notebook's own origin)."""
-    if _DATA_IMAGE.match(src):
-        return True
-    return bool(src) and not re.match(r"^\s*([a-z][a-z0-9+.-]*:|//)", src, re.IGNORECASE)
+    """Only ``data:`` raster images: a relative URL would be fetched from the notebook's own origin with the
+    user's cookies (``![x](/logout)`` logs them out), a remote one would tell a third party who reads."""
+    return bool(_DATA_IMAGE.match(src))
 
 
 @cache
