@@ -42,6 +42,7 @@ if TYPE_CHECKING:
         SessionDrivenElsewhereError,
         SessionNotFoundError,
         SessionTerminatedError,
+        SkillFormatError,
         StoreError,
         StoreVersionError,
         ToolRegistrationError,
@@ -76,8 +77,10 @@ if TYPE_CHECKING:
     from .records.model import ModelConfig
     from .records.resources import FileResource, GitRepository, MemoryStoreResource
     from .records.session import SessionRecord
+    from .records.skill import PinnedSkill, Skill, SkillDiagnostic, SkillRef
     from .sessions import Session
     from .sessions_api import SessionsAPI
+    from .skills.api import SkillsAPI
     from .store import SQLiteStore, Store
     from .store.postgres import PostgresStore
     from .tools.approvals import ApprovalBroker
@@ -91,6 +94,7 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, str] = {
     "ALLOW": ".tools.definition",
+    "UNSET": ".records.common",
     "Agent": ".records.agent",
     "AgentCellError": ".errors",
     "AgentNotFoundError": ".errors",
@@ -130,6 +134,7 @@ _LAZY: dict[str, str] = {
     "OutsideWorkspaceError": ".errors",
     "PermissionPolicy": ".tools.permissions",
     "PermissionPreset": ".records.common",
+    "PinnedSkill": ".records.skill",
     "PostgresStore": ".store.postgres",
     "Provider": ".providers.base",
     "ProviderAuthError": ".errors",
@@ -156,6 +161,11 @@ _LAZY: dict[str, str] = {
     "SessionStats": ".engine.stats",
     "SessionTerminatedError": ".errors",
     "SessionsAPI": ".sessions_api",
+    "Skill": ".records.skill",
+    "SkillDiagnostic": ".records.skill",
+    "SkillFormatError": ".errors",
+    "SkillRef": ".records.skill",
+    "SkillsAPI": ".skills.api",
     "Store": ".store",
     "StoreError": ".errors",
     "StoreVersionError": ".errors",
@@ -176,7 +186,6 @@ _LAZY: dict[str, str] = {
     "TurnInterrupted": ".errors",
     "TurnResult": ".engine.result",
     "TurnSignal": ".errors",
-    "UNSET": ".records.common",
     "UploadedFile": ".records.files",
     "Usage": ".usage",
     "UserError": ".errors",
@@ -255,6 +264,7 @@ __all__ = [
     "OutsideWorkspaceError",
     "PermissionPolicy",
     "PermissionPreset",
+    "PinnedSkill",
     "PostgresStore",
     "Provider",
     "ProviderAuthError",
@@ -281,6 +291,11 @@ __all__ = [
     "SessionStats",
     "SessionTerminatedError",
     "SessionsAPI",
+    "Skill",
+    "SkillDiagnostic",
+    "SkillFormatError",
+    "SkillRef",
+    "SkillsAPI",
     "Store",
     "StoreError",
     "StoreVersionError",

@@ -1,7 +1,8 @@
 """``engine.agents``: creating, updating and listing agents and their immutable versions.
 
 Creating an agent makes version 1; every update that changes something makes the next version and leaves
-the earlier ones untouched. List fields (``tools``, ``mcp_servers``, ``skills``) are replaced whole: omit
+the earlier ones untouched. List fields (``tools``, ``mcp_servers``, ``skills``: references to stored
+skills, see ``engine.skills``) are replaced whole: omit
 one to keep it, pass ``[]`` to clear it. ``system`` takes up to 100,000 characters; ``None`` clears it.
 ``multiagent`` (may it spawn threads, of which agents) and ``advisor`` (a model it may consult) are
 likewise replaced whole, and ``None`` clears them. The records themselves are in ``records/agent.py``.
@@ -21,6 +22,7 @@ from .providers.anthropic import is_claude_model
 from .records.agent import MAX_SYSTEM_CHARS, Agent, McpServer, MultiAgent, ToolSpec
 from .records.common import UNSET, Unset, utc_now
 from .records.model import ModelConfig
+from .records.skill import SkillRef
 
 if TYPE_CHECKING:
     from .store.base import Store
@@ -66,6 +68,13 @@ class AgentsAPI:
                 f"the server tools ({names}) run on Anthropic's side; the model {agent.model.id!r} has none: "
                 "use a Claude model or remove them"
             )
+        for index, skill in enumerate(agent.skills):
+            if self._store.get_skill_version(skill.skill_id, skill.version) is None:
+                which = f" version {skill.version}" if skill.version is not None else ""
+                raise InvalidInputError(
+                    f"skills[{index}]: no skill {skill.skill_id!r}{which} is stored; store a skill folder with "
+                    "engine.skills.create(path) and name the id it returns"
+                )
         for index, ref in enumerate(agent.multiagent.agents if agent.multiagent else []):
             try:
                 self.get(ref.id, ref.version)
@@ -81,7 +90,7 @@ class AgentsAPI:
         description: str | None = None,
         tools: list[ToolSpec] | list[dict[str, Any]] | None = None,
         mcp_servers: list[McpServer] | list[dict[str, Any]] | None = None,
-        skills: list[str] | None = None,
+        skills: Sequence[SkillRef | dict[str, Any] | str] | None = None,
         metadata: dict[str, str] | None = None,
         multiagent: MultiAgent | dict[str, Any] | None = None,
         advisor: str | None = None,
@@ -99,7 +108,7 @@ class AgentsAPI:
                 "system": system,
                 "tools": tools or [],
                 "mcp_servers": mcp_servers or [],
-                "skills": skills or [],
+                "skills": list(skills or []),
                 "metadata": check_metadata(metadata or {}, "agent"),
                 "multiagent": multiagent,
                 "advisor": advisor,
@@ -122,7 +131,7 @@ class AgentsAPI:
         description: str | Unset | None = UNSET,
         tools: list[ToolSpec] | list[dict[str, Any]] | Unset = UNSET,
         mcp_servers: list[McpServer] | list[dict[str, Any]] | Unset = UNSET,
-        skills: list[str] | Unset = UNSET,
+        skills: Sequence[SkillRef | dict[str, Any] | str] | Unset = UNSET,
         metadata: dict[str, str] | Unset = UNSET,
         multiagent: MultiAgent | dict[str, Any] | Unset | None = UNSET,
         advisor: str | Unset | None = UNSET,
@@ -139,7 +148,7 @@ class AgentsAPI:
                 "description": description,
                 "tools": tools,
                 "mcp_servers": mcp_servers,
-                "skills": skills,
+                "skills": list(skills) if not isinstance(skills, Unset) else UNSET,
                 "metadata": check_metadata(metadata, "agent") if metadata is not UNSET else UNSET,
                 "multiagent": multiagent,
                 "advisor": advisor,

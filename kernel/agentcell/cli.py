@@ -280,6 +280,7 @@ def _migrate(args: argparse.Namespace) -> int:
         print(f"{copy.session_id}  {copy.events:>8,} events  sha256 {copy.checksum[:16]}  {state}")
     copied = {
         "agent versions": report.agent_versions,
+        "skill versions": report.skill_versions,
         "sessions": sum(c.copied for c in report.sessions),
         "events": report.events,
         "memory stores": report.memory_stores,

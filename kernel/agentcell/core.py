@@ -1,5 +1,6 @@
 """The Engine, the composition root: one store, the provider and tool registries, and the services over them
-— agents, sessions, the upload store (``engine.files``) and the memory stores (``engine.memory_stores``).
+— agents, sessions, the upload store (``engine.files``), the memory stores (``engine.memory_stores``) and
+the skills (``engine.skills``).
 
 Everything is built here and nowhere else: ``engine/`` (the turn) receives what it needs from the services
 through :class:`~agentcell.engine.deps.TurnDeps`, and never imports them."""
@@ -22,6 +23,7 @@ from .providers.defaults import register_builtin_providers
 from .providers.registry import ProviderRegistry
 from .records.agent import Agent, McpServer
 from .sessions_api import SessionsAPI
+from .skills.api import SkillsAPI
 from .store.base import Store
 from .store.open import open_store, uploads_cache_dir
 from .store.sqlite import SQLiteStore
@@ -93,6 +95,9 @@ class Engine:
                 self.store.import_memory(legacy)
         self.memory_stores = MemoryStoresAPI(self.store)
         """Memory stores, attached by sessions as ``{"type": "memory_store", "memory_store_id": ...}``."""
+        self.skills = SkillsAPI(self.store)
+        """Skills (folders in the Agent Skills format), versioned; agents name them as
+        ``{"type": "custom", "skill_id": ...}``."""
         self.sessions = SessionsAPI(self)
         self._sync_loop: asyncio.AbstractEventLoop | None = None
         self._sync_lock = threading.Lock()

@@ -5,6 +5,7 @@ Every error agentcell raises derives from :class:`AgentCellError`::
     AgentCellError
     ├── UserError                     the caller asked for something invalid; the message says what to do
     │   ├── InvalidInputError         a value failed validation (too long, wrong shape, out of range)
+    │   │   └── SkillFormatError      a skill folder cannot be loaded (its diagnostics say where and why)
     │   ├── NotFoundError
     │   │   ├── AgentNotFoundError
     │   │   ├── AgentVersionNotFoundError
@@ -64,6 +65,7 @@ __all__ = [
     "SessionDrivenElsewhereError",
     "SessionNotFoundError",
     "SessionTerminatedError",
+    "SkillFormatError",
     "StoreError",
     "StoreVersionError",
     "ToolRegistrationError",
@@ -85,6 +87,18 @@ class UserError(AgentCellError):
 
 class InvalidInputError(UserError, ValueError):
     """A value failed validation."""
+
+
+class SkillFormatError(InvalidInputError):
+    """A skill folder that cannot be loaded: no SKILL.md, no description, YAML that does not parse..."""
+
+    def __init__(self, message: str, diagnostics: list[str]) -> None:
+        super().__init__(message)
+        self.diagnostics = diagnostics
+        """Each problem as ``file:line: level: message``."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.diagnostics))
 
 
 class NotFoundError(UserError, LookupError):

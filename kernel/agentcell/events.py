@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from .records.common import PermissionPreset
+from .records.skill import PinnedSkill
 from .usage import Budget, Usage
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "RequiresAction",
     "SessionError",
     "SessionOutcomeUpdated",
+    "SessionSkillActivated",
     "SessionStatusIdle",
     "SessionStatusRunning",
     "SessionStatusTerminated",
@@ -143,6 +145,8 @@ class UserMessage(_EventBase):
     ``session.turns_superseded``). None outside a notebook, and for guidance steered into a turn."""
     steered: bool = False
     """Guidance the user steered into the running turn, delivered with the request after this event."""
+    skills: Annotated[list[str], Field(default_factory=list, exclude_if=lambda v: not v)]
+    """Skills the user named with the message (``/name``), activated before the model's first request."""
 
 
 class UserInterrupt(_EventBase):
@@ -435,14 +439,31 @@ class SessionUpdated(_EventBase):
     title: str | None = None
     permissions: PermissionPreset | None = None
     """The new permission preset, present only when it changed."""
+    skills: list[PinnedSkill] | None = None
+    """The session's pinned skills, present only when they changed."""
 
     @model_serializer(mode="wrap")
     def _only_changed(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
         data: dict[str, Any] = handler(self)
-        for key in ("agent", "budget", "metadata", "title", "permissions"):
+        for key in ("agent", "budget", "metadata", "title", "permissions", "skills"):
             if key not in self.model_fields_set:
                 data.pop(key, None)
         return data
+
+
+class SessionSkillActivated(_EventBase):
+    """A skill's instructions entered the thread's conversation, in the result of ``tool_use_id``."""
+
+    type: Literal["session.skill_activated"] = "session.skill_activated"
+    tool_use_id: str
+    name: str
+    skill_id: str
+    version: int
+    path: str
+    """Its folder, mounted read-only, relative to the workspace."""
+    files: list[str] = []
+    """The files it brought besides ``SKILL.md`` (listed for the model, not read)."""
+    requested_by: Literal["model", "user"] = "model"
 
 
 class SessionTurnsSuperseded(_EventBase):
@@ -540,6 +561,7 @@ Event: TypeAlias = Annotated[
     | SessionUpdated
     | SessionUsageEvent
     | SessionTurnsSuperseded
+    | SessionSkillActivated
     | SessionSteerUndelivered
     | SessionThreadCreated
     | SessionThreadStatusRunning

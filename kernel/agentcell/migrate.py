@@ -1,13 +1,13 @@
 """Copying a whole store into another (``agentcell migrate SRC DST``): SQLite to PostgreSQL and back.
 
-Everything moves: every agent version, memory store and note, upload, setting and session, each session's
-events verbatim (the stored JSON, not a re-serialisation) with their ids. The destination may already hold
-things: what is there and identical is left alone, so a migration can be run again; anything there that
-differs (another session under the same id, a note with other content) stops the copy before a single row
-is written. At the end each session is checked in the destination: the same event ids, the same count,
-and the same checksum over its stored events. A session's record and its events are two writes: a copy
-cut between them leaves a session without events, which a second run reports as differing rather than
-guessing.
+Everything moves: every agent version, skill version (with its files), memory store and note, upload,
+setting and session, each session's events verbatim (the stored JSON, not a re-serialisation) with their
+ids. The destination may already hold things: what is there and identical is left alone, so a migration can
+be run again; anything there that differs (another session under the same id, a note with other content)
+stops the copy before a single row is written. At the end each session is checked in the destination: the
+same event ids, the same count, and the same checksum over its stored events. A session's record and its
+events are two writes: a copy cut between them leaves a session without events, which a second run reports
+as differing rather than guessing.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ class MigrationReport:
     source: str
     destination: str
     agent_versions: int = 0
+    skill_versions: int = 0
     memory_stores: int = 0
     notes: int = 0
     uploads: int = 0
@@ -65,6 +66,7 @@ class MigrationReport:
 class _Plan:
     conflicts: list[str] = field(default_factory=list)
     agents: list[tuple[str, int]] = field(default_factory=list)
+    skills: list[tuple[str, int]] = field(default_factory=list)
     memory_stores: list[str] = field(default_factory=list)
     notes: list[tuple[str, str]] = field(default_factory=list)
     uploads: list[UploadedFile] = field(default_factory=list)
@@ -82,6 +84,15 @@ def _plan(src: Engine, dst: Engine) -> _Plan:
                 plan.agents.append((agent.id, agent.version))
             elif there.model_dump_json() != agent.model_dump_json():
                 plan.conflicts.append(f"it holds agent {agent.id} version {agent.version} with other settings")
+    for latest_skill in src.store.list_skills():
+        for skill in src.store.list_skill_versions(latest_skill.id):
+            there_skill = dst.store.get_skill_version(skill.id, skill.version)
+            if there_skill is None:
+                plan.skills.append((skill.id, skill.version))
+            elif there_skill != skill:
+                plan.conflicts.append(
+                    f"it holds skill {skill.name} ({skill.id}) version {skill.version} with other files"
+                )
     for store in src.store.list_memory_stores():
         there_store = dst.store.get_memory_store(store.id)
         if there_store is None:
@@ -143,6 +154,13 @@ def migrate(src: Engine, dst: Engine) -> MigrationReport:
         agent = src.store.get_agent_version(agent_id, version)
         assert agent is not None  # listed a moment ago, and versions are never deleted
         dst.store.put_agent_version(agent)
+    for skill_id, skill_version in plan.skills:
+        skill = src.store.get_skill_version(skill_id, skill_version)
+        assert skill is not None
+        contents = {f.sha256: src.store.skill_content(f.sha256) for f in skill.files}
+        if missing := [f.path for f in skill.files if contents[f.sha256] is None]:
+            raise StoreError(f"skill {skill.name} version {skill.version} in {src.store.location} lacks {missing[0]}")
+        dst.store.put_skill_version(skill, {sha: content for sha, content in contents.items() if content is not None})
     for store_id in plan.memory_stores:
         memory = src.store.get_memory_store(store_id)
         assert memory is not None
@@ -162,6 +180,7 @@ def migrate(src: Engine, dst: Engine) -> MigrationReport:
         dst.store.put_session(record)
         dst.store.put_event_rows(session_id, rows)
     report.agent_versions, report.memory_stores = len(plan.agents), len(plan.memory_stores)
+    report.skill_versions = len(plan.skills)
     report.notes, report.uploads, report.settings = len(plan.notes), len(plan.uploads), len(plan.settings)
     for session_id, rows in [*plan.sessions.items(), *plan.present.items()]:
         copied = dst.store.event_rows(session_id)

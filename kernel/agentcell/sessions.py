@@ -84,6 +84,7 @@ class Session:
             agents=engine.agents,
             memory=engine.memory_stores,
             files=engine.files,
+            skills=engine.skills,
             workspace=self.workspace,
             start_mcp=engine.ensure_mcp,
         )
@@ -201,7 +202,12 @@ class Session:
     # ------------------------------------------------------------------------------------------ turns
 
     async def send(
-        self, message: Input, *, tool_choice: ToolChoice = None, cell_id: str | None = None
+        self,
+        message: Input,
+        *,
+        tool_choice: ToolChoice = None,
+        cell_id: str | None = None,
+        skills: Sequence[str] = (),
     ) -> AsyncIterator[StreamItem]:
         """Run one turn, yielding its previews and buffered events in order until ``session.status_idle``.
 
@@ -213,12 +219,15 @@ class Session:
         ``cell_id`` ties the turn to a notebook cell: running a cell again replaces its turn on the
         conversation's active path, with every turn after it (they stay in the log, marked by
         ``session.turns_superseded``). Without one, turns append.
+
+        ``skills`` names skills of the session to activate before the model's first request, as a user's
+        ``/name`` does (each an ``activate_skill`` call the turn makes itself).
         """
         if self.status == "terminated":
             raise SessionTerminatedError(f"session {self.id} was terminated; create a new session")
         deps = self._deps()
         choices = tool_choices(tool_choice, lambda: self._turns.offered_tool_names(deps))
-        opening = opening_events(self._log, deps, message, cell_id=cell_id)
+        opening = opening_events(self._log, deps, message, cell_id=cell_id, skills=skills)
         async for item in self._turns.stream(opening, deps, choices):
             yield item
 
@@ -229,17 +238,25 @@ class Session:
         on_item: Callable[[StreamItem], None] | None = None,
         tool_choice: ToolChoice = None,
         cell_id: str | None = None,
+        skills: Sequence[str] = (),
     ) -> TurnResult:
         """Run one turn to its end and return what it produced; ``on_item`` sees every item as it streams."""
-        async for item in self.send(message, tool_choice=tool_choice, cell_id=cell_id):
+        async for item in self.send(message, tool_choice=tool_choice, cell_id=cell_id, skills=skills):
             if on_item is not None:
                 on_item(item)
         assert self._turns.last is not None  # send() returns only once the turn ended
         return self._turns.last
 
-    def send_sync(self, message: Input, *, tool_choice: ToolChoice = None, cell_id: str | None = None) -> TurnResult:
+    def send_sync(
+        self,
+        message: Input,
+        *,
+        tool_choice: ToolChoice = None,
+        cell_id: str | None = None,
+        skills: Sequence[str] = (),
+    ) -> TurnResult:
         """:meth:`ask` for scripts without an event loop."""
-        return self._engine.run_sync(self.ask(message, tool_choice=tool_choice, cell_id=cell_id))
+        return self._engine.run_sync(self.ask(message, tool_choice=tool_choice, cell_id=cell_id, skills=skills))
 
     async def define_outcome(
         self,
@@ -324,6 +341,7 @@ class Session:
             permissions=permissions,
             tools=tools,
             mcp_servers=mcp_servers,
+            skills=self._engine.skills,
         )
         return self
 

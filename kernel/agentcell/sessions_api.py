@@ -66,6 +66,11 @@ class SessionsAPI:
         if budget is not None:  # a budget on a model with no list price could not fire before the charge
             check_priced(self._engine.providers.resolve(materialize(pinned, overrides).model))
         check_title(title)
+        effective = materialize(pinned, overrides)
+        multiagent = resolve_multiagent(effective, self._engine.agents)
+        # Every skill of the agent and of the helpers its threads may run, pinned now: a later version of a
+        # skill does not change this session (nor its replay).
+        skills = self._engine.skills.pin([effective, *(multiagent.agents if multiagent else [])])
         record = validated(
             SessionRecord,
             {
@@ -80,7 +85,8 @@ class SessionsAPI:
                 "permissions": permissions,
                 "agent_overrides": overrides,
                 "principal": principal or Principal(),
-                "multiagent": resolve_multiagent(materialize(pinned, overrides), self._engine.agents),
+                "multiagent": multiagent,
+                "skills": skills,
                 "created_at": utc_now(),
             },
             "session",

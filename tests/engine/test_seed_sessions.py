@@ -18,21 +18,26 @@ from agentcell import (
 from agentcell import events as ev
 from agentcell.providers.base import ModelRequest
 from agentcell.records.agent import Agent
+from agentcell.records.skill import SkillRef
+
+from ..skill_folders import skill_folder
 
 
-def test_session_level_overrides_replace_the_agents_fields_for_that_session(engine: Engine) -> None:
+def test_session_level_overrides_replace_the_agents_fields_for_that_session(engine: Engine, tmp_path: Path) -> None:
     """'Replacement model ... system prompt ... tool list ... MCP server list ... skill list. Full
     replacement ... omit to use the agent's'."""
     agent = engine.agents.create(name="a", model="scripted", system="be brief", tools=[{"type": "filter", "deny": []}])
+    s1 = engine.skills.create(skill_folder(tmp_path, "s1"))
     session = engine.sessions.create(
-        agent={"id": agent.id, "model": "scripted:other", "system": "be thorough", "tools": [], "skills": ["s1"]}
+        agent={"id": agent.id, "model": "scripted:other", "system": "be thorough", "tools": [], "skills": [s1.id]}
     )
     assert (session.agent.model.id, session.agent.system, session.agent.tools, session.agent.skills) == (
         "scripted:other",
         "be thorough",
         [],
-        ["s1"],
+        [SkillRef(skill_id=s1.id)],
     )
+    assert [(p.name, p.version) for p in session.record.skills] == [("s1", 1)]
     assert session.agent.version == agent.version and session.agent.id == agent.id
     assert engine.agents.get(agent.id).system == "be brief"  # the saved agent is untouched
     plain = engine.sessions.create(agent={"id": agent.id})

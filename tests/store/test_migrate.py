@@ -14,14 +14,15 @@ from agentcell import Engine, ScriptedProvider, ScriptedResponse, ScriptedText, 
 from agentcell.migrate import event_checksum
 from agentcell.tools.simple import SimpleTools
 
+from ..skill_folders import skill_folder
 from .conftest import Backend
 
 pytestmark = pytest.mark.slow
 
 
 def _populate(db: str, tmp_path: Path) -> None:
-    """A store with a bit of everything: agent versions, sessions with tool calls (one terminated), a memory
-    store with notes, a binary upload and the notebook mapping."""
+    """A store with a bit of everything: agent versions, two versions of a skill with a script, sessions
+    with tool calls (one terminated), a memory store with notes, a binary upload and the notebook mapping."""
     script = [
         ScriptedResponse(steps=[ScriptedText(text="let me check"), ScriptedToolCall(name="tick", input={})]),
         ScriptedResponse(steps=[ScriptedText(text="ticked: ✓ «done»")]),
@@ -29,8 +30,13 @@ def _populate(db: str, tmp_path: Path) -> None:
     tools = SimpleTools()
     tools.add(lambda: "tock", name="tick")
     with Engine(db, providers={"scripted": ScriptedProvider(script)}, tools=tools) as engine:
+        folder = skill_folder(tmp_path / "skills", "tally", files={"scripts/count.py": "print(len([1, 2]))\n"})
+        skill = engine.skills.create(folder)
+        (folder / "references").mkdir()
+        (folder / "references" / "notes.md").write_bytes("«metric» ✓\n".encode())
+        engine.skills.create(folder)
         agent = engine.agents.create(name="analyst", model="scripted", system="Be brief.")
-        engine.agents.update(agent.id, system="Be very brief.", metadata={"team": "data"})
+        engine.agents.update(agent.id, system="Be very brief.", metadata={"team": "data"}, skills=[skill.id])
         other = engine.agents.create(name="helper", model="scripted")
         first = engine.sessions.create(agent=agent.id, title="with tools", budget="0.50")
         first.send_sync("tick please")
@@ -54,6 +60,11 @@ def _contents(db: str) -> dict[str, Any]:
         store = engine.store
         return {
             "agents": [v.model_dump_json() for a in store.list_agents() for v in store.list_agent_versions(a.id)],
+            "skills": [
+                (v.model_dump_json(), [store.skill_content(f.sha256) for f in v.files])
+                for s in store.list_skills()
+                for v in store.list_skill_versions(s.id)
+            ],
             "sessions": {
                 r.id: (r.model_dump_json(), store.count_events(r.id), event_checksum(store.event_rows(r.id)))
                 for r in store.list_sessions()
@@ -83,6 +94,7 @@ def test_sqlite_to_postgresql_and_back_is_lossless(tmp_path: Path, pg_url: str) 
     _populate(source, tmp_path)
     original = _contents(source)
     assert len(original["sessions"]) == 3 and sum(n for _, n, _ in original["sessions"].values()) > 20
+    assert len(original["skills"]) == 2 and b"\xc2\xabmetric" in original["skills"][1][1][1]
 
     there = _migrate(source, pg_url)
     assert there.returncode == 0, there.stderr
@@ -99,7 +111,7 @@ def test_sqlite_to_postgresql_and_back_is_lossless(tmp_path: Path, pg_url: str) 
 
     again = _migrate(source, pg_url)  # a second run finds everything there and copies nothing
     assert again.returncode == 0 and again.stdout.count("already there") == 3
-    assert "agent versions: 0, sessions: 0, events: 0" in again.stderr
+    assert "agent versions: 0, skill versions: 0, sessions: 0, events: 0" in again.stderr
 
     with Engine(pg_url, providers={"scripted": ScriptedProvider()}) as engine:  # and the copy works on
         session = engine.sessions.get(next(iter(original["sessions"])))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from agentcell import (
@@ -12,9 +14,12 @@ from agentcell import (
     InvalidInputError,
     McpServer,
     ModelConfig,
+    SkillRef,
     StoreError,
 )
 from agentcell.records.agent import MAX_SYSTEM_CHARS
+
+from ..skill_folders import skill_folder
 
 
 def test_create_makes_version_one_and_update_the_next(engine: Engine) -> None:
@@ -28,14 +33,17 @@ def test_create_makes_version_one_and_update_the_next(engine: Engine) -> None:
     assert a2.updated_at >= a1.updated_at
 
 
-def test_list_fields_are_replaced_whole_omitted_kept_empty_cleared(engine: Engine) -> None:
+def test_list_fields_are_replaced_whole_omitted_kept_empty_cleared(engine: Engine, tmp_path: Path) -> None:
     tool = CustomTool(name="lookup", description="look up a word")
     server = McpServer(name="files", command=["python", "-m", "server"])
-    a1 = engine.agents.create(name="a", model="scripted", tools=[tool], mcp_servers=[server], skills=["x"])
+    skill = engine.skills.create(skill_folder(tmp_path, "x"))
+    skills = [SkillRef(skill_id=skill.id)]
+    a1 = engine.agents.create(name="a", model="scripted", tools=[tool], mcp_servers=[server], skills=[skill.id])
     a2 = engine.agents.update(a1.id, system="new")  # lists omitted: kept
-    assert (a2.tools, a2.mcp_servers, a2.skills) == ([tool], [server], ["x"])
+    assert (a2.tools, a2.mcp_servers, a2.skills) == ([tool], [server], skills)
     a3 = engine.agents.update(a1.id, tools=[])  # [] clears only that list
-    assert (a3.tools, a3.mcp_servers, a3.skills) == ([], [server], ["x"])
+    assert (a3.tools, a3.mcp_servers, a3.skills) == ([], [server], skills)
+    assert engine.agents.update(a1.id, skills=[]).skills == []
     other = CustomTool(name="other")
     a4 = engine.agents.update(a1.id, tools=[other])  # replacement, not a merge
     assert a4.tools == [other]

@@ -2,8 +2,8 @@
 
 The split is the state/deps split of pydantic-ai's agent graph: :class:`~agentcell.engine.log.SessionLog`
 is the state a turn changes, :class:`TurnDeps` the services it uses. The protocols below say exactly what
-the engine needs of the services above it (the agents API, the memory stores, the upload store, the MCP
-supervisor), so nothing under ``engine/`` imports them.
+the engine needs of the services above it (the agents API, the memory stores, the upload store, the
+skills, the MCP supervisor), so nothing under ``engine/`` imports them.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from ..records.agent import Agent
 from ..records.files import UploadedFile
 from ..records.model import ModelConfig
+from ..records.skill import PinnedSkill, Skill
 
 if TYPE_CHECKING:
     from ..providers.base import ToolSchema
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from ..tools.base import Approver, ToolHost
     from ..tools.mcp import McpServerStatus
 
-__all__ = ["AgentSource", "FileSource", "MemoryView", "TurnDeps"]
+__all__ = ["AgentSource", "FileSource", "MemoryView", "SkillSource", "TurnDeps"]
 
 
 class AgentSource(Protocol):
@@ -46,6 +47,21 @@ class MemoryView(Protocol):
         """``schemas`` without the memory tools a thread of the session may not use."""
 
 
+class SkillSource(Protocol):
+    def get(self, skill_id: str, version: int | None = None) -> Skill:
+        """The stored skill version; raises NotFoundError."""
+
+    def mount(self, skill: Skill, target: Path) -> None:
+        """Write the version's folder at ``target``, read-only (blocking)."""
+
+    def pin(self, agents: Sequence[Agent]) -> list[PinnedSkill]:
+        """The agents' skills pinned to versions; raises InvalidInputError (unknown skill, over the cap)."""
+
+    def store_project(self, root: Path, source: str) -> tuple[list[Skill], list[str]]:
+        """Store the skill folders of a project (a clone) as skills of ``source``; the problems of those that
+        could not be loaded (blocking)."""
+
+
 @dataclass(frozen=True, slots=True)
 class TurnDeps:
     providers: ProviderRegistry
@@ -55,6 +71,7 @@ class TurnDeps:
     agents: AgentSource
     memory: MemoryView
     files: FileSource
+    skills: SkillSource
     workspace: Path
     """Where the session's tools work and its resources are mounted."""
     start_mcp: Callable[[Agent, str], Awaitable[Sequence[McpServerStatus]]]

@@ -15,6 +15,7 @@ from ..events import ContentBlock, Event, ImageBlock, TextBlock, UserCustomToolR
 from .deps import TurnDeps
 from .log import SessionLog
 from .outcomes import OutcomeSpec, define_event
+from .skills import session_skills
 
 __all__ = ["CustomToolResult", "Input", "ToolChoice", "message_blocks", "opening_events", "tool_choices"]
 
@@ -34,10 +35,15 @@ ToolChoice = str | Sequence[str] | None
 """For a turn's first request ("any", "none" or a tool's name), or for its first requests in order."""
 
 
-def opening_events(log: SessionLog, deps: TurnDeps, message: Input, *, cell_id: str | None = None) -> list[Event]:
-    """``cell_id``: the notebook cell the turn runs for (its earlier turn, if on the path, is replaced)."""
+def opening_events(
+    log: SessionLog, deps: TurnDeps, message: Input, *, cell_id: str | None = None, skills: Sequence[str] = ()
+) -> list[Event]:
+    """``cell_id``: the notebook cell the turn runs for (its earlier turn, if on the path, is replaced);
+    ``skills``: the session's skills to activate before the model's first request (with a message only)."""
     if cell_id is not None and (not isinstance(cell_id, str) or not cell_id.strip()):
         raise InvalidInputError(f"a cell id is a non-empty string, not {cell_id!r}")
+    if skills:
+        _check_skills(log, message, skills)
     if isinstance(message, OutcomeSpec):
         return [define_event(log, deps, message).model_copy(update={"cell_id": cell_id})]
     if isinstance(message, CustomToolResult):
@@ -60,7 +66,17 @@ def opening_events(log: SessionLog, deps: TurnDeps, message: Input, *, cell_id: 
             is_error=message.is_error,
         )
         return [answer]
-    return [log.make(UserMessage, content=message_blocks(message), cell_id=cell_id)]
+    return [log.make(UserMessage, content=message_blocks(message), cell_id=cell_id, skills=list(skills))]
+
+
+def _check_skills(log: SessionLog, message: Input, skills: Sequence[str]) -> None:
+    if isinstance(message, CustomToolResult | OutcomeSpec):
+        raise InvalidInputError("skills are activated with a message, not with a tool's answer or an outcome")
+    names = [p.name for p in session_skills(log, log.agent.id)]
+    for name in skills:
+        if name not in names:
+            have = ", ".join(names) or "none (attach one with engine.skills.create and the agent's skills)"
+            raise InvalidInputError(f"no skill named {name!r} in this session; its skills: {have}")
 
 
 def message_blocks(content: str | Sequence[ContentBlock]) -> list[ContentBlock]:

@@ -33,7 +33,7 @@ from ..records.resources import FileResource, GitRepository, Resource
 if TYPE_CHECKING:
     from .deps import FileSource
 
-__all__ = ["Mounted", "describe_mounts", "mount_path", "mount_resources", "workspace_for"]
+__all__ = ["Mounted", "describe_mounts", "mount_path", "mount_resources", "public_url", "workspace_for"]
 
 GIT_TIMEOUT = 600.0
 
@@ -95,7 +95,7 @@ def mount_resources(resources: Sequence[Resource], workspace: Path, files: FileS
 # ---------------------------------------------------------------------------------------------- git
 
 
-def _public_url(url: str) -> str:
+def public_url(url: str) -> str:
     """The URL without any user or password in it, for messages."""
     parts = urlsplit(url)
     if parts.username is None and parts.password is None:
@@ -137,7 +137,7 @@ def _clone(repo: GitRepository, target: Path) -> bool:
     secrets = [
         s for s in (token, base64.b64encode(f"x-access-token:{token}".encode()).decode() if token else None) if s
     ]
-    public = _public_url(repo.url)
+    public = public_url(repo.url)
     env = _git_env(token)
     if target.exists() and any(target.iterdir()):
         origin = subprocess.run(
@@ -216,7 +216,7 @@ def describe_mounts(resources: Sequence[Resource], workspace: Path, files: FileS
             continue
         if isinstance(resource, GitRepository):
             ref = resource.commit or resource.branch or "its default branch"
-            lines.append(f"- {where}/: a clone of the git repository {_public_url(resource.url)} at {ref}")
+            lines.append(f"- {where}/: a clone of the git repository {public_url(resource.url)} at {ref}")
         else:
             name = _upload_name(files, resource.file_id)
             lines.append(f"- {where}: the uploaded file {resource.file_id}{name}")

@@ -55,6 +55,7 @@ from .deps import TurnDeps
 from .log import SessionLog
 from .request import AWAITING_CLIENT, SessionTool
 from .runner import TurnRunner
+from .skills import skill_tools
 from .updates import resolve_multiagent
 
 __all__ = ["AWAITING_CLIENT", "WAIT_TOOL", "ThreadInfo", "ThreadManager", "thread_infos", "thread_result"]
@@ -229,7 +230,8 @@ class ThreadManager:
         log.emit(log.make(SessionThreadStatusRunning, thread_id=thread.id))
         stop: StopReason = EndTurn()
         try:
-            stop = await TurnRunner(log, self.deps, thread.id, agent=thread.agent).run()
+            tools = skill_tools(log, self.deps, thread.agent)
+            stop = await TurnRunner(log, self.deps, thread.id, agent=thread.agent, tools=tools).run()
         except asyncio.CancelledError:
             # The thread's task ends normally so that waiters read "interrupted" rather than being cancelled.
             stop = Interrupted()

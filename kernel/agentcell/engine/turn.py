@@ -56,6 +56,7 @@ from .path import is_opening
 from .request import SessionTool
 from .result import TurnResult
 from .runner import TurnRunner
+from .skills import activate_requested, pin_repository_skills, requested_skills, skill_tools
 from .threads import WAIT_TOOL, ThreadManager, thread_result
 
 __all__ = ["ActiveTurn", "TurnSupervisor"]
@@ -114,8 +115,8 @@ class TurnSupervisor:
 
     @staticmethod
     def engine_tools(log: SessionLog, deps: TurnDeps, threads: ThreadManager) -> list[SessionTool]:
-        """The engine's own tools for the primary thread: spawning threads and consulting the advisor."""
-        return [*threads.tools(log.agent), *advisor_tools(log, deps, log.agent)]
+        """The engine's own tools for the primary thread: spawning threads, the advisor, the skills."""
+        return [*threads.tools(log.agent), *advisor_tools(log, deps, log.agent), *skill_tools(log, deps, log.agent)]
 
     def offered_tool_names(self, deps: TurnDeps) -> list[str]:
         """The tools the model is offered at the next turn: the host's, the agent's custom tools, and the
@@ -245,19 +246,23 @@ class TurnSupervisor:
     ) -> StopReason:
         """Mount the resources (once), then run the turn loop, or drive the outcome with it."""
         log = self.log
-        if not self._mounted:
-            try:
+        try:
+            if not self._mounted:
                 await asyncio.to_thread(mount_resources, log.record.resources, deps.workspace, deps.files)
-            except ResourceMountError as exc:
-                log.emit(log.make(SessionError, error=ErrorInfo(type="resource_mount_error", message=str(exc))))
-                return ErrorStop(message=str(exc))
-            self._mounted = True
+                self._mounted = True
+            await pin_repository_skills(log, deps)  # a mounted repository's skills join the session's
+        except ResourceMountError as exc:
+            log.emit(log.make(SessionError, error=ErrorInfo(type="resource_mount_error", message=str(exc))))
+            return ErrorStop(message=str(exc))
         tools = self.engine_tools(log, deps, threads)
         choices = [tool_choices]
 
         def runner() -> TurnRunner:
             forced, choices[0] = choices[0], ()  # only the turn's first requests are forced
             return TurnRunner(log, deps, tool_choices=forced, tools=tools, awaiting_client=threads.awaiting_client)
+
+        if names := requested_skills(first):  # the user's /name: loaded before the model's first request
+            await activate_requested(log, deps, tools, names)
 
         if isinstance(first, UserCustomToolResult) and first.thread_id is not None:
             stop, final = await threads.resume(first.thread_id)

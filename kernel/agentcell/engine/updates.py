@@ -17,8 +17,9 @@ from ..events import SessionStatusTerminated, SessionUpdated
 from ..records.agent import Agent, check_overrides, materialize
 from ..records.common import PERMISSION_PRESETS, UNSET, PermissionPreset, Unset, utc_now
 from ..records.session import ResolvedMultiAgent
+from ..records.skill import check_session_cap
 from ..usage import Budget
-from .deps import AgentSource
+from .deps import AgentSource, SkillSource
 from .log import SessionLog
 
 __all__ = ["apply_update", "parse_budget", "resolve_multiagent", "terminate"]
@@ -75,9 +76,11 @@ def apply_update(
     permissions: PermissionPreset | Unset = UNSET,
     tools: list[Any] | Unset = UNSET,
     mcp_servers: list[Any] | Unset = UNSET,
+    skills: SkillSource | None = None,
 ) -> None:
     """``tools`` and ``mcp_servers`` replace the session's agent's (omit keeps, ``[]`` clears); the event
-    then carries the full materialised agent."""
+    then carries the full materialised agent. Another agent version pins its skills afresh (with
+    ``skills``), keeping those a mounted repository brought."""
     record, agent = log.record, log.agent
     changes: dict[str, Any] = {}
     event_fields: dict[str, Any] = {}
@@ -107,7 +110,13 @@ def apply_update(
     effective = materialize(pinned, overrides)
     if pinned.version != record.agent_version:
         changes["agent_version"] = pinned.version
-        changes["multiagent"] = resolve_multiagent(effective, agents)  # the new version's helpers, now
+        changes["multiagent"] = multiagent = resolve_multiagent(effective, agents)  # the new version's helpers, now
+        if skills is not None:
+            repinned = skills.pin([effective, *(multiagent.agents if multiagent else [])])
+            repinned += [p for p in record.skills if p.source is not None]
+            check_session_cap(repinned)
+            if repinned != record.skills:
+                changes["skills"] = event_fields["skills"] = repinned
     if overrides != record.agent_overrides:
         changes["agent_overrides"] = overrides
     if (effective.tools, effective.mcp_servers) != (agent.tools, agent.mcp_servers):

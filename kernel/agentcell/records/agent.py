@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from .._validation import validated
 from ..errors import InvalidInputError
 from .model import ModelConfig
+from .skill import MAX_SESSION_SKILLS, SkillRef
 
 __all__ = [
     "MAX_SYSTEM_CHARS",
@@ -126,7 +127,9 @@ class Agent(_Model):
     system: str | None = Field(default=None, max_length=MAX_SYSTEM_CHARS)
     tools: list[ToolSpec] = []
     mcp_servers: list[McpServer] = []
-    skills: list[str] = []
+    skills: list[SkillRef] = []
+    """Stored skills the agent may activate (``{"type": "custom", "skill_id", "version"?}``); a bare
+    string, as agents stored before skills were used hold, reads as a skill id."""
     metadata: dict[str, str] = {}
     multiagent: MultiAgent | None = None
     """None: the agent works alone."""
@@ -140,6 +143,13 @@ class Agent(_Model):
     def _model_from_name(cls, value: object) -> object:
         return {"id": value} if isinstance(value, str) else value
 
+    @field_validator("skills", mode="before")
+    @classmethod
+    def _skill_ids(cls, value: object) -> object:
+        if isinstance(value, list):
+            return [{"skill_id": item} if isinstance(item, str) else item for item in value]
+        return value
+
     @model_validator(mode="after")
     def _unique_names(self) -> Agent:
         names = [t.name for t in self.tools if isinstance(t, CustomTool)]
@@ -148,6 +158,11 @@ class Agent(_Model):
         servers = [s.name for s in self.mcp_servers]
         if len(servers) != len(set(servers)):
             raise ValueError("MCP server names must be unique")
+        skills = [s.skill_id for s in self.skills]
+        if len(skills) != len(set(skills)):
+            raise ValueError("an agent names each skill once")
+        if len(skills) > MAX_SESSION_SKILLS:
+            raise ValueError(f"an agent has at most {MAX_SESSION_SKILLS} skills, not {len(skills)}")
         return self
 
     @property

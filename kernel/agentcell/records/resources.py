@@ -25,6 +25,9 @@ class GitRepository(_Model):
     """A full 40-character commit SHA."""
     mount_path: str | None = None
     """Defaults to ``<workspace>/<repo-name>``."""
+    skills: bool = True
+    """Whether the skill folders of the clone (``skills/*/SKILL.md``, ``.agents/skills/*/SKILL.md``) become
+    skills of the session when it is mounted."""
     authorization_token: SecretStr | None = Field(default=None, exclude=True)
     """Used to clone; never stored or shown."""
 

@@ -11,6 +11,7 @@ from ..usage import Budget
 from .agent import Agent
 from .common import PermissionPreset
 from .resources import Resource
+from .skill import PinnedSkill
 
 __all__ = ["Principal", "ResolvedMultiAgent", "SessionRecord"]
 
@@ -66,5 +67,8 @@ class SessionRecord(BaseModel):
     """The execution principal: always present; a service account unless someone is named."""
     multiagent: ResolvedMultiAgent | None = None
     """None for a single-threaded agent."""
+    skills: list[PinnedSkill] = []
+    """The skills of the session's agents, each pinned to the version it had when the session was created
+    (or when it moved to another agent version, or mounted a repository that brings skills)."""
     created_at: datetime
     terminated_at: datetime | None = None

@@ -1,6 +1,7 @@
 """The Store protocol: what the engine keeps, whatever keeps it.
 
-A store keeps agents and their versions, sessions, each session's append-only event log in order, memory
+A store keeps agents and their versions, skills and their versions (each file's content once, by its
+SHA-256), sessions, each session's append-only event log in order, memory
 stores and their notes, and a few settings; a store on a server (PostgreSQL) keeps the uploaded files too.
 A session can be reopened from the store alone. A store knows rows, not providers: it imports records only.
 
@@ -12,7 +13,7 @@ Several kernels may share one store. Any of them may read a session, follow its 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
 from ..records.session import SessionRecord
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from ..records.agent import Agent
     from ..records.files import StoredFile
     from ..records.memory import MemoryNote, MemoryStore
+    from ..records.skill import Skill
 
 __all__ = ["EventRow", "FileBlobs", "Lease", "Store"]
 
@@ -82,6 +84,25 @@ class Store(Protocol):
     def list_agents(self) -> list[Agent]: ...
 
     def list_agent_versions(self, agent_id: str) -> list[Agent]: ...
+
+    # skills
+    def put_skill_version(self, skill: Skill, contents: Mapping[str, bytes]) -> None:
+        """Insert a new version with its files' contents (by SHA-256: a content kept already is kept once);
+        an existing (id, version) is never overwritten (the same one again is no change)."""
+
+    def get_skill_version(self, skill_id: str, version: int | None) -> Skill | None:
+        """The given version, or the latest when ``version`` is None."""
+
+    def list_skills(self) -> list[Skill]:
+        """The latest version of every skill, by id (ids sort by creation time)."""
+
+    def list_skill_versions(self, skill_id: str) -> list[Skill]: ...
+
+    def skill_content(self, sha256: str) -> bytes | None:
+        """The content of a skill's file, by its SHA-256."""
+
+    def delete_skill(self, skill_id: str) -> bool:
+        """Remove every version (and the contents no other version holds); False when there was none."""
 
     # sessions
     def put_session(self, record: SessionRecord, event: Event | None = None) -> None:

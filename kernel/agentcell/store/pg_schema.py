@@ -16,8 +16,9 @@ from __future__ import annotations
 
 __all__ = ["CHANNEL", "POSITION_LOCK", "SCHEMA_DDL", "SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 1
-"""1: agents, sessions, events, leases, settings, memory stores and notes, uploaded files."""
+SCHEMA_VERSION = 2
+"""1: agents, sessions, events, leases, settings, memory stores and notes, uploaded files. 2: skills (their
+versions, their files, and the files' contents by SHA-256)."""
 
 CHANNEL = "agentcell_events"
 
@@ -98,4 +99,23 @@ CREATE TABLE IF NOT EXISTS agentcell.files (
     created_at timestamptz      NOT NULL,
     content    bytea            NOT NULL
 );
+CREATE TABLE IF NOT EXISTS agentcell.skill_versions (
+    skill_id text COLLATE "C" NOT NULL,
+    version  integer          NOT NULL,
+    body     text             NOT NULL,
+    PRIMARY KEY (skill_id, version)
+);
+CREATE TABLE IF NOT EXISTS agentcell.skill_contents (
+    sha256  text COLLATE "C" PRIMARY KEY,
+    content bytea            NOT NULL
+);
+CREATE TABLE IF NOT EXISTS agentcell.skill_files (
+    skill_id text COLLATE "C" NOT NULL,
+    version  integer          NOT NULL,
+    path     text COLLATE "C" NOT NULL,
+    sha256   text COLLATE "C" NOT NULL REFERENCES agentcell.skill_contents (sha256),
+    PRIMARY KEY (skill_id, version, path),
+    FOREIGN KEY (skill_id, version) REFERENCES agentcell.skill_versions (skill_id, version) ON DELETE CASCADE
+);
+CREATE INDEX IF NOT EXISTS skill_files_by_content ON agentcell.skill_files (sha256);
 """

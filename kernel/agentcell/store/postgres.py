@@ -2,7 +2,8 @@
 
 The same Store as SQLite's, on a server: the engine, the kernel, the widgets and ACP see no difference.
 What a shared database adds is in the schema (:mod:`.pg_schema`), the one-driver lease (:mod:`.pg_lease`),
-LISTEN/NOTIFY for followers (:mod:`.pg_follow`) and uploads in the database (:mod:`.pg_files`).
+LISTEN/NOTIFY for followers (:mod:`.pg_follow`), uploads in the database (:mod:`.pg_files`) and skills
+(:mod:`.pg_skills`).
 
 Each append is one autocommitted statement: durable once it returns (with the server's default
 ``synchronous_commit``). It assigns the session's next ``seq`` and the next global ``position`` and checks,
@@ -39,6 +40,7 @@ from .pg_files import MAX_FILE_BYTES, PgFiles
 from .pg_follow import NotifyWakeups
 from .pg_lease import LEASE_SECONDS, LIVE_HOLDER, OTHER_LIVE_HOLDER, PgLease, PgLeases, driven_elsewhere
 from .pg_schema import POSITION_LOCK, SCHEMA_DDL, SCHEMA_VERSION
+from .pg_skills import PgSkills
 from .pg_url import DEFAULT_CONNECT_TIMEOUT, conninfo, public_url, scrub, scrubber, transient
 
 if TYPE_CHECKING:
@@ -109,6 +111,10 @@ class PostgresStore:
         """While this kernel holds a session's lease nobody else writes it: its next seq, kept here."""
         self._leases = PgLeases(self._run, lease_seconds, on_release=self._forget_seq)
         self._files = PgFiles(self._run, max_file_bytes)
+        skills = PgSkills(self._run)
+        self.put_skill_version, self.get_skill_version = skills.put_skill_version, skills.get_skill_version
+        self.list_skills, self.list_skill_versions = skills.list_skills, skills.list_skill_versions
+        self.skill_content, self.delete_skill = skills.skill_content, skills.delete_skill
 
     def __repr__(self) -> str:
         return f"PostgresStore({self._public!r})"

@@ -19,7 +19,7 @@ import os
 import sqlite3
 import sys
 import threading
-from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,11 +35,13 @@ from .pg_url import is_postgres_url
 if TYPE_CHECKING:
     from ..events import Event
     from ..records.agent import Agent
+    from ..records.skill import Skill
 
 __all__ = ["SCHEMA_VERSION", "SQLiteStore", "default_db_path"]
 
-SCHEMA_VERSION = 2
-"""1: agents, sessions, events, kv. 2: memory stores and notes (before, a separate ``<db>.memory.db``)."""
+SCHEMA_VERSION = 3
+"""1: agents, sessions, events, kv. 2: memory stores and notes (before, a separate ``<db>.memory.db``).
+3: skills (their versions, their files, and the files' contents by SHA-256)."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS agent_versions (
@@ -82,6 +84,24 @@ CREATE TABLE IF NOT EXISTS memory_notes (
     updated_at TEXT NOT NULL,
     PRIMARY KEY (store_id, path)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS skill_versions (
+    skill_id TEXT    NOT NULL,
+    version  INTEGER NOT NULL,
+    body     TEXT    NOT NULL,
+    PRIMARY KEY (skill_id, version)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS skill_contents (
+    sha256  TEXT PRIMARY KEY,
+    content BLOB NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS skill_files (
+    skill_id TEXT    NOT NULL,
+    version  INTEGER NOT NULL,
+    path     TEXT    NOT NULL,
+    sha256   TEXT    NOT NULL REFERENCES skill_contents (sha256),
+    PRIMARY KEY (skill_id, version, path)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS skill_files_by_content ON skill_files (sha256);
 """
 
 
@@ -246,6 +266,73 @@ class SQLiteStore:
 
         rows = self._query("SELECT body FROM agent_versions WHERE agent_id = ? ORDER BY version", (agent_id,))
         return [Agent.model_validate_json(body) for (body,) in rows]
+
+    # ------------------------------------------------------------------------------------------ skills
+
+    def put_skill_version(self, skill: Skill, contents: Mapping[str, bytes]) -> None:
+        body = skill.model_dump_json()
+        with self._transaction() as conn:
+            stored = conn.execute(
+                "SELECT body FROM skill_versions WHERE skill_id = ? AND version = ?", (skill.id, skill.version)
+            ).fetchall()
+            if stored:
+                if stored[0][0] == body:  # the very same version again: nothing to change
+                    return
+                raise StoreError(f"skill {skill.id} version {skill.version} already exists; versions are immutable")
+            conn.executemany(
+                "INSERT OR IGNORE INTO skill_contents (sha256, content) VALUES (?, ?)",
+                [(f.sha256, contents[f.sha256]) for f in skill.files],
+            )
+            conn.execute(
+                "INSERT INTO skill_versions (skill_id, version, body) VALUES (?, ?, ?)", (skill.id, skill.version, body)
+            )
+            conn.executemany(
+                "INSERT INTO skill_files (skill_id, version, path, sha256) VALUES (?, ?, ?, ?)",
+                [(skill.id, skill.version, f.path, f.sha256) for f in skill.files],
+            )
+
+    def get_skill_version(self, skill_id: str, version: int | None) -> Skill | None:
+        from ..records.skill import Skill
+
+        if version is None:
+            rows = self._query(
+                "SELECT body FROM skill_versions WHERE skill_id = ? ORDER BY version DESC LIMIT 1", (skill_id,)
+            )
+        else:
+            rows = self._query(
+                "SELECT body FROM skill_versions WHERE skill_id = ? AND version = ?", (skill_id, version)
+            )
+        return Skill.model_validate_json(rows[0][0]) if rows else None
+
+    def list_skills(self) -> list[Skill]:
+        from ..records.skill import Skill
+
+        rows = self._query(
+            "SELECT body FROM skill_versions AS s WHERE version = "
+            "(SELECT MAX(version) FROM skill_versions WHERE skill_id = s.skill_id) ORDER BY skill_id"
+        )
+        return [Skill.model_validate_json(body) for (body,) in rows]
+
+    def list_skill_versions(self, skill_id: str) -> list[Skill]:
+        from ..records.skill import Skill
+
+        rows = self._query("SELECT body FROM skill_versions WHERE skill_id = ? ORDER BY version", (skill_id,))
+        return [Skill.model_validate_json(body) for (body,) in rows]
+
+    def skill_content(self, sha256: str) -> bytes | None:
+        with self._lock:
+            row = self._conn.execute("SELECT content FROM skill_contents WHERE sha256 = ?", (sha256,)).fetchone()
+        return bytes(row[0]) if row is not None else None
+
+    def delete_skill(self, skill_id: str) -> bool:
+        with self._transaction() as conn:
+            conn.execute("DELETE FROM skill_files WHERE skill_id = ?", (skill_id,))
+            done = conn.execute("DELETE FROM skill_versions WHERE skill_id = ?", (skill_id,)).rowcount
+            conn.execute(
+                "DELETE FROM skill_contents WHERE NOT EXISTS "
+                "(SELECT 1 FROM skill_files WHERE skill_files.sha256 = skill_contents.sha256)"
+            )
+            return done > 0
 
     # ------------------------------------------------------------------------------------------ sessions
 

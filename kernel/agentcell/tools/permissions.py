@@ -28,6 +28,11 @@ symlink, so ``../x``, an absolute path, a symlink pointing out and a path under 
 leads out are all outside. A call's verdict is the strictest of its accesses. A tool that declares nothing
 is allowed everywhere (a user's own function touches what the user wrote it to touch).
 
+Some folders inside the workspace are **read-only** whatever the preset: :data:`READ_ONLY_DIRS` (where the
+engine mounts skills). An edit there is denied, and a file tool refuses to write there even when a call
+was allowed; the python and bash tools run code, which no path check confines (the mounted files are
+read-only on disk too, which stops everyone but root).
+
 When a call needs asking and no approver is attached (a script without a UI), it is **denied**: the
 preset's answer without a user is "no", so nothing wider than the preset happens unattended.
 """
@@ -49,6 +54,8 @@ from .base import Permission
 
 __all__ = [
     "PERMISSION_PRESETS",
+    "READ_ONLY_DIRS",
+    "SKILLS_MOUNT",
     "Access",
     "PathUse",
     "PermissionPolicy",
@@ -57,6 +64,11 @@ __all__ = [
 ]
 
 Access = Literal["read", "edit", "execute", "kernel", "fetch"]
+
+SKILLS_MOUNT = ".agentcell/skills"
+"""Where, relative to a workspace, the engine mounts the skills a session activates."""
+READ_ONLY_DIRS: tuple[str, ...] = (SKILLS_MOUNT,)
+"""Folders of every workspace (relative to it) that no call may write."""
 
 PathUse: TypeAlias = tuple[str, Literal["read", "edit"]]
 """A path a call would touch (relative to the workspace, or absolute) and how."""
@@ -118,6 +130,7 @@ class PermissionPolicy:
     temp_dirs: tuple[Path, ...] = field(default_factory=lambda: (Path(tempfile.gettempdir()),))
     """Directories that count as inside besides the workspace (by default the system temp dir)."""
     _roots: tuple[Path, ...] = field(init=False, repr=False, compare=False)
+    _read_only: tuple[Path, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.preset not in PERMISSION_PRESETS:
@@ -127,6 +140,7 @@ class PermissionPolicy:
         temp = tuple(Path(p).resolve() for p in self.temp_dirs)
         object.__setattr__(self, "temp_dirs", temp)
         object.__setattr__(self, "_roots", (workspace, *temp))
+        object.__setattr__(self, "_read_only", tuple(Path(os.path.realpath(workspace / d)) for d in READ_ONLY_DIRS))
 
     def with_preset(self, preset: PermissionPreset) -> PermissionPolicy:
         """This policy's workspace and temp dirs under another preset."""
@@ -147,6 +161,10 @@ class PermissionPolicy:
     def contains(self, real: Path) -> bool:
         return any(real == root or real.is_relative_to(root) for root in self._roots)
 
+    def read_only(self, real: Path) -> bool:
+        """Whether ``real`` is in a folder no call may write (a mounted skill)."""
+        return any(real == root or real.is_relative_to(root) for root in self._read_only)
+
     def check(self, path: str | os.PathLike[str], kind: Literal["read", "edit"], *, approved: bool) -> Path:
         """Resolve ``path`` for a tool that is about to touch it; raises :class:`OutsideWorkspaceError` when
         neither the preset nor an approval covers it. File tools call this right before opening, so a
@@ -154,6 +172,8 @@ class PermissionPolicy:
         real = self.resolve(path)
         if kind == "edit" and self.preset == "read-only":
             raise OutsideWorkspaceError(f"the read-only preset does not allow writing {path}")
+        if kind == "edit" and self.read_only(real):
+            raise OutsideWorkspaceError(f"{path} is in a read-only folder (a mounted skill); write somewhere else")
         info = _stat(real)
         if info is not None and not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
             # A FIFO would block the tool forever; a device or socket is no file to read or write.
@@ -192,11 +212,13 @@ class PermissionPolicy:
         reasons: list[str] = []
         keys: list[str] = []
         outside = False
+        preset_denied = False
 
-        def weigh(answer: Permission, reason: str, key: str) -> None:
-            nonlocal worst
+        def weigh(answer: Permission, reason: str, key: str, *, by_preset: bool = True) -> None:
+            nonlocal worst, preset_denied
             if answer == "allow":
                 return
+            preset_denied = preset_denied or (answer == "deny" and by_preset)
             if _RANK[answer] > _RANK[worst]:
                 worst = answer
             reasons.append(reason)
@@ -220,6 +242,10 @@ class PermissionPolicy:
             for raw, _ in named:
                 real = self.resolve(raw)
                 verb = "read" if kind == "read" else "write"
+                if kind == "edit" and self.read_only(real):
+                    reason = f"{tool} would write {real}, in a read-only folder (a mounted skill)"
+                    weigh("deny", reason, f"{tool}:read-only", by_preset=False)
+                    continue
                 if self.inside(real):
                     weigh(table[kind][0], f"{tool} would {verb} {real}", f"{tool}:{kind}")
                     continue
@@ -234,7 +260,7 @@ class PermissionPolicy:
         if worst == "allow":
             return Verdict("allow", outside=outside)
         reason = "; ".join(dict.fromkeys(reasons))
-        if worst == "deny":
+        if worst == "deny" and preset_denied:
             reason = f"the {self.preset} preset does not allow this: {reason}"
         return Verdict(worst, reason, tuple(dict.fromkeys(keys)), outside)
 
