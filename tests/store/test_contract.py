@@ -18,7 +18,10 @@ from agentcell import (
     StoreError,
 )
 from agentcell.records.agent import Agent
+from agentcell.records.skill import SkillRef
+from agentcell.store import open_store
 
+from ..skill_folders import skill_folder
 from .conftest import Backend
 
 
@@ -163,3 +166,58 @@ async def test_a_kernel_that_takes_over_sends_the_history_others_wrote(backend: 
     finally:
         first.close()
         second.close()
+
+
+def test_skill_versions_are_immutable_and_their_contents_kept_once(engine: Engine, tmp_path: Path) -> None:
+    folder = skill_folder(tmp_path, "tally", files={"scripts/count.py": "print(2)\n", "assets/logo.bin": "\x00\x01"})
+    first = engine.skills.create(folder)
+    assert engine.skills.create(folder) == first  # the same folder twice is one version
+    (folder / "references").mkdir()
+    (folder / "references" / "notes.md").write_text("more\n")
+    second = engine.skills.create(folder)
+    other = engine.skills.create(skill_folder(tmp_path / "b", "other", files={"scripts/count.py": "print(2)\n"}))
+    assert (second.id, second.version, other.version) == (first.id, 2, 1)
+    assert engine.store.list_skills() == [second, other]
+    assert engine.store.list_skill_versions(first.id) == [first, second]
+    assert engine.store.get_skill_version(first.id, None) == second
+    assert engine.store.get_skill_version(first.id, 1) == first
+    assert engine.skills.content(first, "assets/logo.bin") == b"\x00\x01"
+    with pytest.raises(StoreError, match="versions are immutable"):
+        engine.store.put_skill_version(first.model_copy(update={"description": "changed"}), {})
+    engine.store.put_skill_version(first, {})  # the very same version again (a retried write) is no conflict
+    shared = next(f.sha256 for f in other.files if f.path == "scripts/count.py")
+    assert engine.store.delete_skill(first.id) is True
+    assert engine.store.get_skill_version(first.id, 1) is None and engine.store.list_skills() == [other]
+    assert engine.store.skill_content(shared) == b"print(2)\n"  # the other skill still holds it
+    notes = next(f.sha256 for f in second.files if f.path == "references/notes.md")
+    assert engine.store.skill_content(notes) is None  # no version holds it any more
+    assert engine.store.delete_skill(first.id) is False
+
+
+def test_a_database_of_the_previous_schema_gains_the_skill_tables_and_its_agents_read(
+    backend: Backend, tmp_path: Path
+) -> None:
+    with Engine(backend.db) as engine:
+        agent = engine.agents.create(name="old", model="scripted")
+    for table in ("skill_files", "skill_contents", "skill_versions"):
+        backend.execute(f"DROP TABLE {table}")
+    previous = backend.schema_version - 1
+    backend.execute(
+        f"PRAGMA user_version={previous}"
+        if backend.kind == "sqlite"
+        else f"UPDATE schema_version SET version = {previous}"
+    )
+    # An agent stored before skills were references: its list held bare strings.
+    body = agent.model_dump_json().replace('"skills":[]', '"skills":["skill_legacy"]')
+    backend.execute(f"UPDATE agent_versions SET body = '{body}'")
+    with Engine(backend.db) as engine:
+        assert engine.agents.get(agent.id).skills == [SkillRef(skill_id="skill_legacy")]
+        skill = engine.skills.create(skill_folder(tmp_path, "fresh"))
+        assert engine.skills.get(skill.id) == skill
+        with pytest.raises(InvalidInputError, match="'skill_legacy', which is not stored"):
+            engine.sessions.create(agent=agent.id)  # a dangling reference is refused when it would be used
+    reopened = open_store(backend.db)
+    try:
+        assert reopened.list_skills() == [skill]
+    finally:
+        reopened.close()
