@@ -160,6 +160,18 @@ const HANDLERS: Record<string, Handler> = {
     state.stopReason = str(stop.type, "end_turn");
     state.stopDetail = typeof stop.message === "string" ? stop.message : null;
   },
+  "session.skill_activated": (state, item) => {
+    const tool = toolBlock(state, str(item.tool_use_id));
+    if (!tool) return;
+    const files = Array.isArray(item.files) ? item.files.filter((f): f is string => typeof f === "string") : [];
+    tool.skill = {
+      name: str(item.name),
+      version: num(item.version),
+      path: str(item.path),
+      files,
+      requestedBy: item.requested_by === "user" ? "user" : "model",
+    };
+  },
   "session.updated": (state, item) => {
     if (typeof item.permissions === "string" && state.context) {
       state.context = { ...state.context, preset: item.permissions };
@@ -305,6 +317,7 @@ function openTool(state: TurnState, item: Item, runner: "engine" | "custom" | "s
     answered: false,
     approval: null,
     confirmation: null,
+    skill: null,
   });
 }
 

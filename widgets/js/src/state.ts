@@ -19,6 +19,17 @@ export interface ThinkingBlock {
   redacted: boolean;
 }
 
+/** What `session.skill_activated` says of an `activate_skill` call: the skill it loaded. */
+export interface SkillActivation {
+  name: string;
+  version: number;
+  /** The folder it is mounted at, read-only, relative to the workspace. */
+  path: string;
+  /** The files it brought besides SKILL.md (listed for the model, not read). */
+  files: string[];
+  requestedBy: "model" | "user";
+}
+
 export interface ToolBlock {
   kind: "tool";
   id: string;
@@ -40,6 +51,8 @@ export interface ToolBlock {
   /** Set when the kernel forwarded this call's approval request to the widget. */
   approval: { reason: string; preset: string } | null;
   confirmation: { result: "allow" | "deny"; remember: string; message: string | null; at: string | null } | null;
+  /** Set when the call activated a skill: the card shows the skill rather than a plain tool. */
+  skill: SkillActivation | null;
 }
 
 export interface ErrorBlock {

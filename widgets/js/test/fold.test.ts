@@ -3,7 +3,7 @@ import { apply, fold } from "../src/fold";
 import { toolStatus } from "../src/status";
 import { formatUsd } from "../src/money";
 import type { Item } from "../src/types";
-import { context, delta, idle, message, refused, resetClock, running, start, text, thinking, toolResult, toolUse, usageEnd } from "./items";
+import { context, delta, idle, message, refused, resetClock, running, skillActivated, start, text, thinking, toolResult, toolUse, usageEnd } from "./items";
 
 beforeEach(resetClock);
 
@@ -15,6 +15,22 @@ describe("fold", () => {
     apply(state, message("m1", "Hello, world"));
     expect(state.blocks.get("m1")).toMatchObject({ text: "Hello, world", streaming: false });
     expect(state.order).toEqual(["m1"]);
+  });
+
+  it("puts a skill's activation on the activate_skill call that made it, and nowhere else", () => {
+    const state = fold([
+      running(),
+      toolUse("u1", "activate_skill", { name: "csv-style" }),
+      skillActivated("u1", "csv-style", ["scripts/summarise.py"], "user"),
+      skillActivated("nope", "other", []),
+      toolResult("u1", [text('<skill_content name="csv-style">…</skill_content>')]),
+    ]);
+    expect(state.blocks.get("u1")).toMatchObject({
+      kind: "tool",
+      answered: true,
+      skill: { name: "csv-style", version: 2, path: ".agentcell/skills/csv-style/v2", files: ["scripts/summarise.py"], requestedBy: "user" },
+    });
+    expect(state.order).toEqual(["u1"]);
   });
 
   it("ignores deltas after the buffered message and for unknown ids", () => {

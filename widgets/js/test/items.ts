@@ -70,3 +70,15 @@ export const usageEnd = (usage: Record<string, unknown>, isError = false): Item 
   is_error: isError,
   created_at: at(),
 });
+export const skillActivated = (toolUseId: string, name: string, files: string[], requestedBy = "model"): Item => ({
+  type: "session.skill_activated",
+  id: `skill-${toolUseId}`,
+  created_at: at(2000),
+  tool_use_id: toolUseId,
+  name,
+  skill_id: "skill_1",
+  version: 2,
+  path: `.agentcell/skills/${name}/v2`,
+  files,
+  requested_by: requestedBy,
+});

@@ -2,7 +2,7 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { apply, fold } from "../src/fold";
 import type { Item, OutgoingMessage } from "../src/types";
 import { TurnView } from "../src/view/turn";
-import { context, delta, idle, message, refused, resetClock, running, start, text, thinking, toolResult, toolUse, usageEnd } from "./items";
+import { context, delta, idle, message, refused, resetClock, running, skillActivated, start, text, thinking, toolResult, toolUse, usageEnd } from "./items";
 
 beforeEach(resetClock);
 
@@ -70,6 +70,36 @@ describe("turn view", () => {
     expect(q(card, ".ac-status").textContent).toBe("completed");
     expect(q(card, ".ac-tool-time").textContent).toBe("2.5 s");
     expect(q(card, ".ac-tool-output pre").textContent).toBe("42\n");
+  });
+
+  it("shows a skill activation as its own card: name, version, who chose it, folder, files", () => {
+    const body = '<skill_content name="csv-style">\nThree bullets.\n</skill_content>';
+    const items = [
+      running(),
+      toolUse("s", "activate_skill", { name: "csv-style" }),
+      skillActivated("s", "csv-style", ["references/STYLE.md", "scripts/summarise.py"]),
+      toolResult("s", [text(body)]),
+    ];
+    const card = q(paint(items), ".ac-tool.ac-skill");
+    expect(q(card, ".ac-skill-name").textContent).toBe("csv-style");
+    expect(q(card, ".ac-skill-version").textContent).toBe("v2");
+    expect(q(card, ".ac-tool-kind").textContent).toBe("skill");
+    expect(q(card, ".ac-status").textContent).toBe("completed");
+    expect(q(card, ".ac-skill-meta").textContent).toBe("chosen by the model · mounted read-only at .agentcell/skills/csv-style/v2/");
+    expect([...card.querySelectorAll(".ac-skill-files li")].map((li) => li.textContent)).toEqual([
+      "references/STYLE.md",
+      "scripts/summarise.py",
+    ]);
+    const details = q(card, "details.ac-skill-instructions");
+    expect(details.hasAttribute("open")).toBe(false); // the instructions are there, folded away
+    expect(q(details, "pre").textContent).toBe(body);
+    expect(card.querySelector(".ac-tool-input")).toBeNull();
+    expect(card.getAttribute("aria-label")).toBe("skill csv-style version 2, completed");
+    // A refused activation stays a plain tool card with its error.
+    const refused = q(paint([running(), toolUse("r", "activate_skill", { name: "x" }), toolResult("r", [text("blocked")], true)]), ".ac-tool");
+    expect(refused.classList.contains("ac-skill")).toBe(false);
+    expect(q(refused, ".ac-tool-kind").textContent).toBe("skill");
+    expect(q(refused, ".ac-tool-output.ac-error pre").textContent).toBe("blocked");
   });
 
   it("shows JSON input pretty-printed, images, diffs and errors", () => {

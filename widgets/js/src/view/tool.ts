@@ -1,11 +1,13 @@
 /**
  * A tool card: name and kind, the input (code for the python tool, pretty JSON otherwise), live status,
  * duration, the output (text, images, diffs) and errors; while a call waits for the user, the approval
- * panel with Allow once / Allow always / Deny.
+ * panel with Allow once / Allow always / Deny. A call that activated a skill is a skill card instead: the
+ * skill's name and version, who chose it, its read-only folder, the files it brought, and its instructions
+ * folded away.
  */
 
 import { codeBlockHtml, highlight } from "../markdown";
-import type { ToolBlock, TurnState } from "../state";
+import type { SkillActivation, ToolBlock, TurnState } from "../state";
 import { notAsked, toolStatus } from "../status";
 import type { ContentBlock, OutgoingMessage } from "../types";
 import { formatSeconds, h, secondsBetween, replaceChildren } from "./dom";
@@ -34,9 +36,14 @@ export class ToolCard {
     const status = toolStatus(state, tool);
     const live = state.status === "running" && state.approvalsOffered;
     // The approval request is part of it: a call awaiting approval gets its panel when the request arrives.
-    const signature = JSON.stringify([status, live, tool.approval, tool.output.length, tool.endedAt, tool.confirmation, this.answered]);
+    const signature = JSON.stringify([status, live, tool.approval, tool.output.length, tool.endedAt, tool.confirmation, this.answered, tool.skill]);
     if (signature === this.signature) return;
     this.signature = signature;
+    if (tool.skill && !tool.isError) {
+      this.skillCard(tool, tool.skill, status);
+      return;
+    }
+    this.el.classList.remove("ac-skill");
     this.el.dataset.status = status;
     this.el.setAttribute("aria-label", `${tool.name} tool call, ${status}`);
     replaceChildren(this.el, 
@@ -44,6 +51,32 @@ export class ToolCard {
       this.input(tool),
       this.approval(tool, status, state, live),
       this.output(tool),
+    );
+  }
+
+  private skillCard(tool: ToolBlock, skill: SkillActivation, status: string): void {
+    this.el.classList.add("ac-skill");
+    this.el.dataset.status = status;
+    this.el.setAttribute("aria-label", `skill ${skill.name} version ${skill.version}, ${status}`);
+    const who = skill.requestedBy === "user" ? "activated by you" : "chosen by the model";
+    const files = skill.files.length
+      ? h("ul", { class: "ac-skill-files" }, ...skill.files.map((file) => h("li", {}, h("code", {}, file))))
+      : h("p", { class: "ac-note" }, "No files besides SKILL.md.");
+    const instructions = h("details", { class: "ac-skill-instructions" }, h("summary", {}, "Instructions"));
+    for (const block of tool.output) instructions.append(this.block(tool, block));
+    replaceChildren(
+      this.el,
+      h(
+        "header",
+        { class: "ac-tool-head" },
+        h("span", { class: "ac-tool-kind" }, "skill"),
+        h("span", { class: "ac-tool-name ac-skill-name" }, skill.name),
+        h("span", { class: "ac-skill-version" }, `v${skill.version}`),
+        h("span", { class: `ac-status ac-status-${status.replace(/\s+/g, "-")}`, role: "status" }, status),
+      ),
+      h("p", { class: "ac-skill-meta" }, `${who} · mounted read-only at `, h("code", {}, `${skill.path}/`)),
+      files,
+      instructions,
     );
   }
 

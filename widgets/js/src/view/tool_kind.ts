@@ -8,6 +8,7 @@ const KINDS: Record<string, string> = {
   grep: "search",
   write_file: "edit",
   edit_file: "edit",
+  activate_skill: "skill",
 };
 
 export function toolKind(name: string, custom: boolean, server = false): string {
