@@ -275,8 +275,13 @@ class NotebookAgent:
         tool_choice, self.next_tool_choice = self.next_tool_choice, ()
         # The cell the front end is running: running it again replaces its turn on the active path.
         cell_id = current_cell(self.shell).id
+        skills: list[str] = []
+        if isinstance(text, str):  # `/name` (or `$name`) of one of its skills at the start: activate it
+            from .magics.skills import leading_skills
+
+            skills = leading_skills(text, [p.name for p in session.record.skills if p.agent_id == session.agent.id])
         try:
-            self.last = result = await session.ask(text, tool_choice=tool_choice, cell_id=cell_id)
+            self.last = result = await session.ask(text, tool_choice=tool_choice, cell_id=cell_id, skills=skills)
         except UserError as exc:
             raise UsageError(str(exc)) from None
         except asyncio.CancelledError:

@@ -6,6 +6,7 @@ prints one clear line (IPython's UsageError), never a traceback.
 - :mod:`.replay` — ``%record``, ``%replay``
 - :mod:`.cells` — ``%%python``, ``%%agent``, ``%help``
 - :mod:`.threads` — ``%threads``
+- :mod:`.skills` — ``%skills``
 - :mod:`.outcome` — ``%%outcome`` (its body, for the cell router)
 - :mod:`.steer` — ``%steer``
 """
@@ -20,6 +21,7 @@ from .cells import CellMagics
 from .outcome import OutcomeMagics
 from .replay import ReplayMagics
 from .session import SessionMagics
+from .skills import SkillMagics
 from .steer import SteerMagics
 from .threads import ThreadMagics
 
@@ -36,6 +38,7 @@ GROUPS: tuple[type[MagicGroup], ...] = (
     ReplayMagics,
     CellMagics,
     ThreadMagics,
+    SkillMagics,
     OutcomeMagics,
     SteerMagics,
 )
@@ -55,6 +58,7 @@ _ORDER = (
     "python",
     "agent_cell",
     "threads",
+    "skills",
     "outcome",
     "steer",
     "help",
