@@ -4,12 +4,15 @@ commands, and list / load / resume / close across processes sharing one store.""
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acp.schema import (
     AgentMessageChunk,
+    AvailableCommandsUpdate,
     ConfigOptionUpdate,
     CurrentModeUpdate,
     McpServerStdio,
@@ -23,6 +26,7 @@ from acp import RequestError, text_block
 from agentcell import Engine
 
 from ..providers.conftest import API_KEY, SSEServer, sse_reply
+from ..skill_folders import skill_folder
 from .conftest import RecordingClient, acp_agent, script, text_of
 
 pytestmark = pytest.mark.slow
@@ -233,3 +237,42 @@ async def test_the_clients_mcp_servers_become_the_sessions_tools(
     with Engine(acp_env["AGENTCELL_DB"]) as engine:  # the same servers again made no new agent version
         agent_of = engine.sessions.get(session.session_id).agent
         assert (agent_of.version, [s.name for s in agent_of.mcp_servers]) == (1, ["calc"])
+
+
+async def test_skills_are_slash_commands_that_activate_them(acp_env: dict[str, str], workspace: Path) -> None:
+    skill_folder(workspace / ".agents" / "skills", "release-notes", description="Write release notes.", body="Group.")
+    async with acp_agent(acp_env) as agent:
+        sid = (await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        await agent.conn.prompt(session_id=sid, prompt=[text_block("/skills")])
+        offered = agent.client.text()
+        first = [c.name for u in agent.client.of(AvailableCommandsUpdate) for c in u.available_commands]
+        agent.client.clear()
+        await agent.conn.prompt(session_id=sid, prompt=[text_block("/skills add .agents/skills/release-notes")])
+        added = agent.client.text()
+        [update] = agent.client.of(AvailableCommandsUpdate)
+        agent.client.clear()
+        await agent.conn.prompt(session_id=sid, prompt=[text_block("/release-notes for v2")])
+        calls = agent.client.tool_calls()
+        said = agent.client.text()
+        agent.client.clear()
+        await agent.conn.prompt(session_id=sid, prompt=[text_block("/skills add nowhere")])
+        refused = agent.client.text()
+    assert "release-notes" not in first and "skills" in first  # the project's skill is offered, not attached
+    assert "offered by the workspace, not attached" in offered and ".agents/skills/release-notes" in offered
+    assert added.startswith("skill release-notes v1 attached (agent v2): /release-notes activates it")
+    [command] = [c for c in update.available_commands if c.name == "release-notes"]
+    assert command.description == "Skill: Write release notes."
+    assert [(c.title, c.kind) for c in calls] == [("Load the skill release-notes", "read")]
+    assert said.startswith("You said:")  # a turn ran (the scripted model echoes), after the activation
+    assert refused.startswith("/skills: the folder cannot be loaded as a skill:\nerror: ")
+    assert "project/nowhere is not a folder" in refused
+    activated = [e for e in _stored_events(acp_env["AGENTCELL_DB"]) if e["type"] == "session.skill_activated"]
+    assert [(e["name"], e["requested_by"]) for e in activated] == [("release-notes", "user")]
+
+
+def _stored_events(db: str) -> list[dict[str, Any]]:
+    conn = sqlite3.connect(db)
+    try:
+        return [json.loads(body) for (body,) in conn.execute("SELECT body FROM events ORDER BY seq")]
+    finally:
+        conn.close()

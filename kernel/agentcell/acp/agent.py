@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import gc
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,6 +59,7 @@ from .. import Engine, McpServer, OutcomeSpec, Session, __version__
 from ..errors import AgentCellError, ConfigurationError, InvalidInputError, SessionBusyError
 from ..events import BudgetReached, ContentBlock, ErrorStop, Interrupted, MaxTurns, StreamItem, TextBlock
 from ..providers.defaults import default_model
+from ..skills.attach import leading_skills, session_pins
 from ..tools.base import ApprovalDecision, ApprovalRequest
 from ..tools.file_access import install_file_access
 from ..tools.permissions import PermissionPolicy
@@ -319,7 +320,9 @@ class AgentCellAcpAgent:
     def _announce_commands(self, live: _Live) -> None:
         # Queued behind the answer to session/new: the client learns the session id first.
         live.outbox.put(
-            AvailableCommandsUpdate(session_update="available_commands_update", available_commands=available_commands())
+            AvailableCommandsUpdate(
+                session_update="available_commands_update", available_commands=available_commands(live.session)
+            )
         )
 
     def _dispose(self, live: _Live) -> None:
@@ -397,13 +400,17 @@ class AgentCellAcpAgent:
         live = self._get(session_id)
         if live.prompting:
             raise RequestError(-32600, f"a prompt is already running in session {session_id}; cancel it first")
-        command = parse_command(leading_text(prompt))
-        if command is None:
-            return await self._turn(live, to_blocks(prompt))
+        text = leading_text(prompt)
+        command = parse_command(text)
+        if command is None:  # `/name` of one of the session's skills activates it for the turn
+            skills = leading_skills(text, [p.name for p in session_pins(live.session)])
+            return await self._turn(live, to_blocks(prompt), skills)
         result = run_command(self.engine, live.session, *command)
         if result.turn is not None:
             return await self._turn(live, result.turn)
         live.outbox.put(TextChunk("message", None, result.reply))
+        if result.commands_changed:
+            self._announce_commands(live)
         if result.config_changed:
             options = config_options(live.session)
             live.outbox.put(ConfigOptionUpdate(session_update="config_option_update", config_options=options))
@@ -413,7 +420,9 @@ class AgentCellAcpAgent:
         await live.outbox.flush()
         return PromptResponse(stop_reason="end_turn")
 
-    async def _turn(self, live: _Live, message: list[ContentBlock] | OutcomeSpec) -> PromptResponse:
+    async def _turn(
+        self, live: _Live, message: list[ContentBlock] | OutcomeSpec, skills: Sequence[str] = ()
+    ) -> PromptResponse:
         session, outbox, mapper = live.session, live.outbox, live.mapper
 
         def on_item(item: StreamItem) -> None:
@@ -425,7 +434,7 @@ class AgentCellAcpAgent:
 
         live.prompting = True
         try:
-            result = await session.ask(message, on_item=on_item)
+            result = await session.ask(message, on_item=on_item, skills=skills)
         except SessionBusyError as exc:
             raise RequestError(-32600, f"{exc} (in another window or notebook)") from None
         except AgentCellError as exc:

@@ -2,19 +2,23 @@
 
 A prompt whose text starts with ``/name`` of one of these runs it instead of a turn; its answer is an
 agent message (which the model never sees). ``/outcome`` starts a turn that works toward an outcome.
-Any other text starting with ``/`` (a path, say) goes to the model as it is.
+The session's skills are commands too: ``/name`` of a skill starts a turn with that skill activated
+(``/skills add PATH`` attaches a skill folder; the project's own are only offered). Any other text
+starting with ``/`` (a path, say) goes to the model as it is.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from acp.schema import AvailableCommand, AvailableCommandInput, UnstructuredCommandInput
 
 from .. import ModelConfig, OutcomeSpec
 from .._format import format_cost, format_usd
-from ..errors import AgentCellError, InvalidInputError
+from ..errors import AgentCellError, InvalidInputError, SkillFormatError
+from ..skills.attach import attach, detach, listing, session_pins
 from .config import PERMISSIONS, model_config, model_options
 
 if TYPE_CHECKING:
@@ -33,14 +37,16 @@ COMMANDS: dict[str, tuple[str, str | None]] = {
     ),
     "system": ("Show or set the system prompt (a new agent version)", "text, or --clear"),
     "threads": ("Let the agent spawn threads of helpers it defines (on) or of saved agents (on ID…)", "on | off"),
+    "skills": ("List the agent's skills and the project's, or attach or detach one", "add PATH | remove NAME"),
     "title": ("Set the session's title", "text"),
     "session": ("This session's id (resume it in a notebook with %session resume ID)", None),
     "help": ("List these commands", None),
 }
 
 
-def available_commands() -> list[AvailableCommand]:
-    return [
+def available_commands(session: Session | None = None) -> list[AvailableCommand]:
+    """The commands, then one per skill of the session (a skill named like a command is left to it)."""
+    commands = [
         AvailableCommand(
             name=name,
             description=description,
@@ -48,6 +54,15 @@ def available_commands() -> list[AvailableCommand]:
         )
         for name, (description, hint) in COMMANDS.items()
     ]
+    for pin in session_pins(session) if session is not None else []:
+        if pin.name not in COMMANDS:
+            hint = UnstructuredCommandInput(hint="what to do with the skill")
+            commands.append(
+                AvailableCommand(
+                    name=pin.name, description=f"Skill: {pin.description}", input=AvailableCommandInput(root=hint)
+                )
+            )
+    return commands
 
 
 def parse_command(text: str) -> tuple[str, str] | None:
@@ -67,6 +82,8 @@ class CommandResult:
     turn: OutcomeSpec | None = None
     """A turn to run instead of replying (``/outcome``)."""
     config_changed: bool = False
+    commands_changed: bool = False
+    """The session's skills changed: the client is told the commands again."""
 
 
 def _outcome(arguments: str) -> OutcomeSpec:
@@ -122,6 +139,27 @@ def _set_agent(engine: Engine, session: Session, **changes: object) -> int:
     return agent.version
 
 
+def _skills(engine: Engine, session: Session, arguments: str) -> CommandResult:
+    action, _, rest = arguments.partition(" ")
+    rest = rest.strip()
+    workspace = session.workspace
+    if not action:
+        lines = listing(engine, session, workspace, add="/skills add PATH", place="the workspace")
+        return CommandResult("\n".join(lines))
+    if action == "add" and rest:
+        target = Path(rest).expanduser()
+        try:
+            skill, version = attach(engine, session, target if target.is_absolute() else workspace / target)
+        except SkillFormatError as exc:
+            return CommandResult("/skills: the folder cannot be loaded as a skill:\n" + "\n".join(exc.diagnostics))
+        said = f"skill {skill.name} v{skill.version} attached (agent v{version}): /{skill.name} activates it"
+        return CommandResult("\n".join([said, *(str(d) for d in skill.diagnostics)]), commands_changed=True)
+    if action == "remove" and rest:
+        version = detach(engine, session, rest)
+        return CommandResult(f"skill {rest.lstrip('/$')} removed (agent v{version})", commands_changed=True)
+    raise InvalidInputError("write /skills, /skills add PATH or /skills remove NAME")
+
+
 def run_command(engine: Engine, session: Session, name: str, arguments: str) -> CommandResult:
     """Run ``/name arguments``; a mistake is the reply (one line saying what to write), never an error."""
     try:
@@ -165,6 +203,8 @@ def _run(engine: Engine, session: Session, name: str, arguments: str) -> Command
             return CommandResult(f"system prompt {'set' if text else 'cleared'} (agent v{version})")
         case "threads":
             return CommandResult(_threads(engine, session, arguments.split()))
+        case "skills":
+            return _skills(engine, session, arguments)
         case "title":
             session.update(title=arguments or None)
             return CommandResult(f"title: {session.title or '(none)'}")

@@ -32,6 +32,7 @@ _KINDS: dict[str, ToolKind] = {
     "bash": "execute",
     "python": "execute",
     "consult_advisor": "think",
+    "activate_skill": "read",
     "memory_list": "read",
     "memory_read": "read",
     "memory_search": "search",
@@ -78,6 +79,8 @@ def title_of(name: str, arguments: Mapping[str, Any]) -> str:
             return "Wait for a thread"
         case "consult_advisor":
             return "Consult the advisor"
+        case "activate_skill":
+            return f"Load the skill {arguments.get('name', '')}"
     if "__" in name:
         server, _, tool = name.partition("__")
         return f"{server}: {tool}"

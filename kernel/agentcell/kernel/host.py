@@ -277,9 +277,9 @@ class NotebookAgent:
         cell_id = current_cell(self.shell).id
         skills: list[str] = []
         if isinstance(text, str):  # `/name` (or `$name`) of one of its skills at the start: activate it
-            from .magics.skills import leading_skills
+            from ..skills.attach import leading_skills, session_pins
 
-            skills = leading_skills(text, [p.name for p in session.record.skills if p.agent_id == session.agent.id])
+            skills = leading_skills(text, [p.name for p in session_pins(session)])
         try:
             self.last = result = await session.ask(text, tool_choice=tool_choice, cell_id=cell_id, skills=skills)
         except UserError as exc:

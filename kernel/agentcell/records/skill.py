@@ -54,6 +54,8 @@ class SkillDiagnostic(_Model):
     """1-based, when the problem is on a line."""
 
     def __str__(self) -> str:
+        if self.file == ".":  # about the folder itself, whose path the message names
+            return f"{self.level}: {self.message}"
         where = f"{self.file}:{self.line}" if self.line is not None else self.file
         return f"{where}: {self.level}: {self.message}"
 
