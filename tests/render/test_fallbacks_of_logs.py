@@ -128,3 +128,17 @@ def test_a_search_the_provider_ran_is_a_card_before_the_answer_that_followed_it(
     shown = markdown("server_tools")
     assert shown.index("🔧 **web_search** — completed") < shown.index("About 520,000.")
     assert '"query": "population of Lyon"' in shown and "web_search_tool_result:" in shown
+
+
+def test_an_activated_skill_is_a_skill_card_in_markdown_and_html() -> None:
+    by_model, by_user = markdown("skills", 0), markdown("skills", 1)
+    assert "📘 **skill csv-house-style** v1 — completed" in by_model and "🔧 **activate_skill**" not in by_model
+    assert "chosen by the model · mounted read-only at .agentcell/skills/csv-house-style/v1/" in by_model
+    assert "- `references/STYLE.md`\n- `scripts/summarise.py`" in by_model
+    assert "<details><summary>Instructions</summary>" in by_model and "Use exactly three bullets." in by_model
+    assert "📘 **skill release-notes** v1 — completed" in by_user and "activated by you" in by_user
+    assert "No files besides SKILL.md." in by_user
+    page = html("skills", 0)
+    assert '<div class="agentcell-fallback-tool agentcell-fallback-skill">' in page
+    assert "<strong>skill csv-house-style</strong> v1 — completed</p>" in page
+    assert "<li><code>scripts/summarise.py</code></li>" in page and "Use exactly three bullets." in page

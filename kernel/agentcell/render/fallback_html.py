@@ -17,13 +17,14 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from ..events import ImageBlock, TextBlock
-from .markdown import clip, outcome_heading  # the same clipping and wording as the Markdown fallback
+from .markdown import clip, outcome_heading, skill_line  # the same clipping and wording as the Markdown fallback
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
     from markdown_it.utils import EnvType, OptionsDict
 
+    from ..events import SessionSkillActivated
     from .fold import OutcomeState, ToolState, TurnFold
 
 __all__ = ["FALLBACK_CLASS", "fallback_html"]
@@ -107,7 +108,20 @@ def _blocks_html(view: TurnFold) -> list[str]:
     return out
 
 
+def _skill_html(card: ToolState, skill: SessionSkillActivated) -> str:
+    files = "".join(f"<li><code>{escape(file)}</code></li>" for file in skill.files)
+    parts = [
+        f"<p>📘 <strong>skill {escape(skill.name)}</strong> v{skill.version} — {escape(card.status)}</p>",
+        f"<p>{escape(skill_line(skill))}</p>",
+        f"<ul>{files}</ul>" if files else "<p>No files besides SKILL.md.</p>",
+        "<details><summary>Instructions</summary>" + "".join(_output_html(b) for b in card.output) + "</details>",
+    ]
+    return '<div class="agentcell-fallback-tool agentcell-fallback-skill">' + "".join(parts) + "</div>"
+
+
 def _tool_html(card: ToolState) -> str:
+    if card.skill is not None and not card.is_error:
+        return _skill_html(card, card.skill)
     code = card.input.get("code") if card.name == "python" else None
     shown = code if isinstance(code, str) else json.dumps(card.input, indent=2, ensure_ascii=False)
     parts = [

@@ -26,6 +26,7 @@ from ..events import (
     FileRubric,
     SessionError,
     SessionOutcomeUpdated,
+    SessionSkillActivated,
     SessionStatusIdle,
     SessionSteerUndelivered,
     SessionThreadCreated,
@@ -204,6 +205,9 @@ class TurnFold:
                 self._end_turn()
             case SessionThreadStatusIdle():
                 self.stop_reason = item.stop_reason.type
+            case SessionSkillActivated():
+                if (tool := self.tools.get(item.tool_use_id)) is not None:
+                    tool.skill = item
             case _:
                 self._apply_outcome(item)
 

@@ -10,9 +10,19 @@ from .._format import format_cost, format_usd
 from ..events import ImageBlock, TextBlock
 
 if TYPE_CHECKING:
+    from ..events import SessionSkillActivated
     from .fold import OutcomeState, ToolState, TurnFold
 
-__all__ = ["MAX_TOOL_TEXT", "clip", "footer", "outcome_heading", "turn_markdown", "turn_text", "usage_line"]
+__all__ = [
+    "MAX_TOOL_TEXT",
+    "clip",
+    "footer",
+    "outcome_heading",
+    "skill_line",
+    "turn_markdown",
+    "turn_text",
+    "usage_line",
+]
 
 MAX_TOOL_TEXT = 2_000
 """Characters of a tool's input or output shown in a transcript; the event log keeps all of it."""
@@ -88,7 +98,24 @@ def _thread_markdown(fold: TurnFold, thread: str) -> str:
     return f"<details><summary>🧵 thread {title} — {inner.status}</summary>\n\n{body}\n\n</details>"
 
 
+def skill_line(skill: SessionSkillActivated) -> str:
+    """Who loaded the skill and where its folder is (the skill card's second line, as the widget has it)."""
+    who = "activated by you" if skill.requested_by == "user" else "chosen by the model"
+    return f"{who} · mounted read-only at {skill.path}/"
+
+
+def _skill_markdown(tool: ToolState, skill: SessionSkillActivated) -> str:
+    files = "\n".join(f"- `{file}`" for file in skill.files) or "No files besides SKILL.md."
+    shown = "\n".join(b.text for b in tool.output if isinstance(b, TextBlock))
+    instructions = f"<details><summary>Instructions</summary>\n\n```text\n{clip(shown)}\n```\n\n</details>"
+    return "\n\n".join(
+        [f"📘 **skill {skill.name}** v{skill.version} — {tool.status}", skill_line(skill), files, instructions]
+    )
+
+
 def _tool_markdown(tool: ToolState) -> str:
+    if tool.skill is not None and not tool.is_error:
+        return _skill_markdown(tool, tool.skill)
     code = tool.input.get("code") if tool.name == "python" else None
     shown = str(code) if isinstance(code, str) else json.dumps(tool.input, indent=2, ensure_ascii=False)
     lang = "python" if isinstance(code, str) else "json"

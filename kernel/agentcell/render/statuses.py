@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias, get_args
 
-from ..events import ContentBlock, DeniedBy
+from ..events import ContentBlock, DeniedBy, SessionSkillActivated
 
 __all__ = [
     "RUNNING",
@@ -65,6 +65,8 @@ class ToolState:
     error_code: str | None = None
     denied_by: DeniedBy | None = None
     output: list[ContentBlock] = field(default_factory=list)
+    skill: SessionSkillActivated | None = None
+    """The skill this ``activate_skill`` call loaded: it is shown as a skill card, not a tool call."""
     status: ToolStatus = "pending"
     """Derived by :func:`tool_status` whenever the fold changes; read, never set, by renderers."""
 
