@@ -62,9 +62,9 @@ def test_the_skills_notebook_runs_on_the_local_model(kernel_env: dict[str, str],
     assert "skill csv-house-style v1 attached" in _shown(cells["%skills add skills/csv-house-style"])
 
     turn = _shown(cells["%tools force activate_skill"])
-    assert "🔧 **activate_skill** — completed" in turn
-    card, answer = turn.split("</skill_content>\n```", 1)
-    assert '<skill_content name="csv-house-style">' in card and "<file>scripts/summarise.py</file>" in card
+    card, answer = turn.split("</skill_content>\n```\n\n</details>", 1)
+    assert "📘 **skill csv-house-style** v1 — completed\n\nchosen by the model" in card
+    assert "- `scripts/summarise.py`" in card and '<skill_content name="csv-house-style">' in card
     assert "House style:" in answer  # the model's own reply draws on the instructions it loaded
 
     ran = _shown(cells["%%python"])
