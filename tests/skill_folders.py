@@ -1,8 +1,12 @@
-"""Skill folders for tests: ``SKILL.md`` written from its parts, and files beside it."""
+"""Skill folders for tests: ``SKILL.md`` written from its parts, and files beside it; and the events a
+kernel or an ACP agent under test stored (read from its SQLite database, as another process would)."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 
 def skill_folder(
@@ -27,3 +31,12 @@ def skill_folder(
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content)
     return root
+
+
+def stored_events(db: str) -> list[dict[str, Any]]:
+    """Every event in the database, in log order, as JSON."""
+    conn = sqlite3.connect(db)
+    try:
+        return [json.loads(body) for (body,) in conn.execute("SELECT body FROM events ORDER BY seq")]
+    finally:
+        conn.close()

@@ -4,10 +4,8 @@ commands, and list / load / resume / close across processes sharing one store.""
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 from acp.schema import (
@@ -26,7 +24,7 @@ from acp import RequestError, text_block
 from agentcell import Engine
 
 from ..providers.conftest import API_KEY, SSEServer, sse_reply
-from ..skill_folders import skill_folder
+from ..skill_folders import skill_folder, stored_events
 from .conftest import RecordingClient, acp_agent, script, text_of
 
 pytestmark = pytest.mark.slow
@@ -257,6 +255,10 @@ async def test_skills_are_slash_commands_that_activate_them(acp_env: dict[str, s
         agent.client.clear()
         await agent.conn.prompt(session_id=sid, prompt=[text_block("/skills add nowhere")])
         refused = agent.client.text()
+        agent.client.clear()
+        await agent.conn.prompt(session_id=sid, prompt=[text_block("/skills remove release-notes")])
+        removed = agent.client.text()
+        [after] = agent.client.of(AvailableCommandsUpdate)
     assert "release-notes" not in first and "skills" in first  # the project's skill is offered, not attached
     assert "offered by the workspace, not attached" in offered and ".agents/skills/release-notes" in offered
     assert added.startswith("skill release-notes v1 attached (agent v2): /release-notes activates it")
@@ -266,13 +268,7 @@ async def test_skills_are_slash_commands_that_activate_them(acp_env: dict[str, s
     assert said.startswith("You said:")  # a turn ran (the scripted model echoes), after the activation
     assert refused.startswith("/skills: the folder cannot be loaded as a skill:\nerror: ")
     assert "project/nowhere is not a folder" in refused
-    activated = [e for e in _stored_events(acp_env["AGENTCELL_DB"]) if e["type"] == "session.skill_activated"]
+    assert removed == "skill release-notes removed (agent v3)"
+    assert "release-notes" not in [c.name for c in after.available_commands]
+    activated = [e for e in stored_events(acp_env["AGENTCELL_DB"]) if e["type"] == "session.skill_activated"]
     assert [(e["name"], e["requested_by"]) for e in activated] == [("release-notes", "user")]
-
-
-def _stored_events(db: str) -> list[dict[str, Any]]:
-    conn = sqlite3.connect(db)
-    try:
-        return [json.loads(body) for (body,) in conn.execute("SELECT body FROM events ORDER BY seq")]
-    finally:
-        conn.close()

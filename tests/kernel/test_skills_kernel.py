@@ -3,27 +3,16 @@ attached, added as a new agent version, activated by a prose cell, pinned across
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from ..skill_folders import skill_folder
+from ..skill_folders import skill_folder, stored_events
 from .conftest import execute, running_kernel, write_script
 
 pytestmark = pytest.mark.slow
 
 OFFERED = "%%python\nprint(__agentcell__.session.offered_tool_names())"
-
-
-def _events(db: str) -> list[dict[str, Any]]:
-    conn = sqlite3.connect(db)
-    try:
-        return [json.loads(body) for (body,) in conn.execute("SELECT body FROM events ORDER BY seq")]
-    finally:
-        conn.close()
 
 
 def test_skills_magic_add_activate_restart_and_remove(kernel_env: dict[str, str], tmp_path: Path) -> None:
@@ -72,7 +61,7 @@ def test_skills_magic_add_activate_restart_and_remove(kernel_env: dict[str, str]
         assert execute(kc, "%skills").stdout.startswith("no skills")
         assert "%skills [list | add PATH | remove NAME]" in execute(kc, "%skills sideways").stderr
 
-    events = _events(kernel_env["AGENTCELL_DB"])
+    events = stored_events(kernel_env["AGENTCELL_DB"])
     opened = [e for e in events if e["type"] == "user.message"]
     assert [e.get("skills", []) for e in opened] == [[], ["house-style"]]
     assert opened[1]["content"][0]["text"].strip() == "/house-style summarise sales.csv"

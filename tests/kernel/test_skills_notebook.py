@@ -4,28 +4,19 @@ instructions; the skill's script runs from its read-only mount; ``/name`` finds 
 
 from __future__ import annotations
 
-import json
 import shutil
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import nbformat
 import pytest
 
+from ..skill_folders import stored_events
+
 GALLERY = Path(__file__).parents[2] / "notebooks"
 
 pytestmark = pytest.mark.slow
-
-
-def _events(db: str) -> list[dict[str, Any]]:
-    conn = sqlite3.connect(db)
-    try:
-        return [json.loads(body) for (body,) in conn.execute("SELECT body FROM events ORDER BY seq")]
-    finally:
-        conn.close()
 
 
 def _shown(cell: nbformat.NotebookNode) -> str:
@@ -74,7 +65,7 @@ def test_the_skills_notebook_runs_on_the_local_model(kernel_env: dict[str, str],
     assert "The skill csv-house-style is already active" in again
     assert _shown(cells["%skills remove csv-house-style"]).startswith("skill csv-house-style removed")
 
-    activations = [e for e in _events(kernel_env["AGENTCELL_DB"]) if e["type"] == "session.skill_activated"]
+    activations = [e for e in stored_events(kernel_env["AGENTCELL_DB"]) if e["type"] == "session.skill_activated"]
     # `/csv-house-style` found it active: a reminder in its result, and no second activation
     assert [(e["name"], e["version"], e["requested_by"]) for e in activations] == [("csv-house-style", 1, "model")]
     mounted = folder / ".agentcell/skills/csv-house-style/v1"
