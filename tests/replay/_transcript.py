@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agentcell.engine.skills import USER_CALL_PREFIX
 from agentcell.providers._recording import Entry, Recording
 from agentcell.providers.base import ResponseAccumulator
 
@@ -77,11 +78,12 @@ def model_responses(events: Iterable[BaseModel | Mapping[str, Any]]) -> list[dic
             blocks.append(["text", "".join(b.get("text", "") for b in item["content"])])
         elif kind == "agent.thinking":
             blocks.append(["thinking", item["thinking"]])
-        elif kind in ("agent.tool_use", "agent.custom_tool_use"):
+        elif kind in ("agent.tool_use", "agent.custom_tool_use") and not item["call_id"].startswith(USER_CALL_PREFIX):
+            # (a skill the user activated with the message is a call the turn made itself, not a response's)
             blocks.append(["tool_call", item["call_id"], item["name"], item["input"]])
         elif kind == "span.model_request_end":
             usage = dict(item["model_usage"])
-            cost = usage.pop("list_cost")
+            cost = usage.pop("list_cost", None)  # absent where the model has no list price (the local one)
             responses.append({"blocks": _blind(blocks), "usage": usage, "list_cost": cost, "stop": item["stop_reason"]})
             blocks = []
     return responses
@@ -104,7 +106,7 @@ def recorded_response(entry: Entry) -> dict[str, Any]:
         elif part.type == "tool_call":
             blocks.append(["tool_call", part.id, part.name, part.input])
     usage = json.loads(response.usage.model_dump_json())
-    usage.pop("list_cost")
+    usage.pop("list_cost", None)
     return {"blocks": _blind(blocks), "usage": usage, "list_cost": str(entry.list_cost), "stop": response.stop_reason}
 
 
