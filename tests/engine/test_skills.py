@@ -20,6 +20,7 @@ from agentcell.tools.definition import ToolOutcome
 from ..skill_folders import skill_folder
 from .conftest import engine_over, prompt_text, text_of
 
+SUMMARISE = "import sys\nwith open(sys.argv[1]) as f:\n    print('rows:', len(f.readlines()) - 1)\n"
 HOUSE_STYLE = "# House style\nSummarise a CSV in exactly three bullets, numbers rounded to whole units."
 
 
@@ -38,7 +39,7 @@ def csv_skill(parent: Path) -> Path:
         description="Summarise a CSV file in the house style. Use when asked to summarise tabular data.",
         body=HOUSE_STYLE,
         files={
-            "scripts/summarise.py": "import sys\nprint('rows:', sum(1 for _ in open(sys.argv[1])) - 1)\n",
+            "scripts/summarise.py": SUMMARISE,
             "references/STYLE.md": "Bullets start with a verb.\n",
         },
     )
@@ -177,10 +178,10 @@ def test_the_python_tool_runs_a_skills_script(
 ) -> None:
     monkeypatch.chdir(workspace)  # as in a notebook: the kernel's directory is the workspace
     (workspace / "sales.csv").write_text("month,total\njan,10\nfeb,12\nmar,9\n")
-    code = (
-        "import subprocess, sys\n"
-        "script = '.agentcell/skills/csv-house-style/v1/scripts/summarise.py'\n"
-        "print(subprocess.run([sys.executable, script, 'sales.csv'], capture_output=True, text=True).stdout)"
+    code = (  # in the tool's own interpreter: under workspace-write the python tool starts no processes
+        "import runpy, sys\n"
+        "sys.argv = ['.agentcell/skills/csv-house-style/v1/scripts/summarise.py', 'sales.csv']\n"
+        "runpy.run_path(sys.argv[0], run_name='__main__')"
     )
     script = [
         activate("csv-house-style"),

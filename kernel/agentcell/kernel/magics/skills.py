@@ -28,7 +28,7 @@ SKILLS_HELP = (
 class SkillMagics(MagicGroup):
     HELP: ClassVar[dict[str, str]] = {"skills": SKILLS_HELP}
 
-    @line_magic  # type: ignore[untyped-decorator]
+    @line_magic
     def skills(self, line: str) -> None:
         """List the session's skills and those the notebook's folder offers; add or remove one."""
         args = self._guard("skills", line)
