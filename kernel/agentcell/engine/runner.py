@@ -56,7 +56,7 @@ from ..providers.base import (
 )
 from ..records.agent import Agent
 from ..tools.base import ToolCall, ToolResult
-from ..usage import Pricing, Usage
+from ..usage import Pricing, Usage, price_usage
 from .budget import fit_request, model_pricing
 from .deps import TurnDeps
 from .log import SessionLog
@@ -288,8 +288,7 @@ class TurnRunner:
                 f"at most {format_usd(ceiling)} ({usage.input_tokens:,} input and {usage.output_tokens:,} output "
                 f"tokens reported, max_tokens {start.max_tokens}); it is counted at {format_usd(ceiling)}",
             )
-            cost = ceiling
-        self._close_span(start, usage.model_copy(update={"list_cost": cost}), stop_reason)
+        self._close_span(start, price_usage(pricing, usage, ceiling=ceiling), stop_reason)
 
     def _close_span(self, start: SpanModelRequestStart, priced: Usage, stop_reason: str | None) -> None:
         self.log.emit(
