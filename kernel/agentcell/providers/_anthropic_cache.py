@@ -26,24 +26,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from ..errors import ConfigurationError
 from ..usage import InputBilling
+from ._cache_option import Ttl, cache_ttl
 
-__all__ = [
-    "ABSENT",
-    "DEFAULT_TTL",
-    "CachePlan",
-    "cache_ttl",
-    "minimum_cacheable_tokens",
-    "option_of",
-    "plan_breakpoints",
-]
+__all__ = ["CHARS_PER_TOKEN_ESTIMATE", "CachePlan", "minimum_cacheable_tokens", "plan_breakpoints"]
 
-Ttl = Literal["5m", "1h"]
-DEFAULT_TTL: Ttl = "5m"
-_OFF = ("off", False, None, "")
 
 CHARS_PER_TOKEN_ESTIMATE = 3
 """A prefix's tokens are estimated as its JSON characters over this. It errs long (English is about four
@@ -76,17 +65,6 @@ _CACHEABLE = frozenset(
 )
 
 
-def cache_ttl(option: object) -> Ttl | None:
-    """The TTL the ``cache`` option asks for (None: off). Absent means the default, 5 minutes."""
-    if option in _OFF:
-        return None
-    if option == "5m":
-        return "5m"
-    if option == "1h":
-        return "1h"
-    raise ConfigurationError(f"the cache option must be '5m', '1h' or 'off', not {option!r}")
-
-
 def minimum_cacheable_tokens(model: str) -> int:
     """The shortest prefix the API caches for ``model`` (dated and ``anthropic:`` names included)."""
     for prefix, tokens in _MINIMUMS:
@@ -111,7 +89,7 @@ class CachePlan:
 
 def plan_breakpoints(body: dict[str, Any], option: object) -> CachePlan:
     """Put the breakpoints ``option`` allows into ``body`` (a Messages API body without any), in place."""
-    ttl = cache_ttl(DEFAULT_TTL if option is ABSENT else option)
+    ttl = cache_ttl(option)
     if ttl is None:
         return CachePlan(None)
     system = body.get("system")
@@ -132,15 +110,6 @@ def plan_breakpoints(body: dict[str, Any], option: object) -> CachePlan:
     if system_blocks is not system and any("cache_control" in b for b in system_blocks):
         body["system"] = system_blocks
     return CachePlan(ttl, tuple(placed))
-
-
-ABSENT: Any = object()
-"""The ``cache`` option was not given: caching on, with the default TTL."""
-
-
-def option_of(extra: dict[str, Any]) -> object:
-    """The ``cache`` option of a request's ``extra``, or :data:`ABSENT`."""
-    return extra.get("cache", ABSENT)
 
 
 def _candidates(body: dict[str, Any], system: list[dict[str, Any]]) -> dict[int, tuple[str, dict[str, Any]]]:

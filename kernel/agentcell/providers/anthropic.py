@@ -27,8 +27,9 @@ from ..errors import ConfigurationError, MissingKeyError, ProviderAuthError, Pro
 from ..events import TextBlock
 from ..records.agent import ServerTool
 from ..usage import InputBilling, Pricing
-from ._anthropic_cache import CachePlan, option_of, plan_breakpoints
+from ._anthropic_cache import CachePlan, plan_breakpoints
 from ._anthropic_stream import AnthropicStreamParser
+from ._cache_option import option_of
 from ._http import DEFAULT_TIMEOUT, ErrorContext, HTTPStreamer, RetryPolicy, check_key, clean_key, join_url
 from ._pricing import genai_pricing
 from .base import (

@@ -43,7 +43,8 @@ class ModelConfig(_Model):
     """A model name plus its request settings, as an agent stores it.
 
     ``id`` names the provider and model: ``scripted``, ``claude-...``, ``anthropic:...``, ``openai:...``,
-    ``ollama:...``, ``vllm:...``, ``local:smollm2``. ``base_url`` overrides the provider's endpoint.
+    ``ollama:...``, ``vllm:...``, ``llamacpp:...``, ``local:smollm2``. ``base_url`` overrides the provider's
+    endpoint. ``extra["cache"]`` (``"5m"``, ``"1h"`` or ``"off"``) sets prompt caching for this model.
     """
 
     id: str = Field(min_length=1)
