@@ -42,7 +42,7 @@ def _script(turns: int) -> list[Turn]:
 
 async def _session(
     server: SSEServer, tmp_path: Path, turns: int, *, cache: str | None, budget: Decimal | None = None
-) -> tuple[Engine, list[ev.SpanModelRequestEnd], PrefixCache]:
+) -> tuple[Engine, list[ev.Event], PrefixCache]:
     prefix = PrefixCache()
     server.queue(*(answer(prefix, t) for t in _script(turns)))
     provider = AnthropicProvider(api_key=API_KEY, base_url=server.url, retry=FAST)
@@ -54,15 +54,19 @@ async def _session(
     session = engine.sessions.create(agent=agent.id, budget=budget)
     for n in range(turns):
         await session.ask(f"Question {n}: load the table and tell me what changed.")
-    spans = [e for e in session.events() if isinstance(e, ev.SpanModelRequestEnd)]
-    return engine, spans, prefix
+    return engine, list(session.events()), prefix
+
+
+def _spans(events: list[ev.Event]) -> list[ev.SpanModelRequestEnd]:
+    return [e for e in events if isinstance(e, ev.SpanModelRequestEnd)]
 
 
 async def test_a_session_reads_its_prefix_back_and_its_uncached_cost_is_what_off_costs(
     server: SSEServer, tmp_path: Path
 ) -> None:
-    engine, spans, prefix = await _session(server, tmp_path, 4, cache=None)  # the default: on, 5 minutes
+    engine, events, prefix = await _session(server, tmp_path, 4, cache=None)  # the default: on, 5 minutes
     await engine.aclose()
+    spans = _spans(events)
     assert len(spans) == 8
     usages = [s.model_usage for s in spans]
     assert usages[0].cache_read_input_tokens == 0 and usages[0].cache_creation.ephemeral_5m_input_tokens > 0
@@ -71,11 +75,13 @@ async def test_a_session_reads_its_prefix_back_and_its_uncached_cost_is_what_off
         assert later.cache_read == earlier.cache_read + earlier.write_5m
     assert not any(u.missed for u in prefix.served)
     assert all(u.breakpoints == 3 for u in prefix.served[1:])
+    assert not [e for e in events if isinstance(e, ev.SessionError)]
     cached = sum((u.list_cost for u in usages if u.list_cost is not None), Decimal(0))
     uncached = sum((u.uncached_cost for u in usages if u.uncached_cost is not None), Decimal(0))
 
-    engine, off_spans, off_prefix = await _session(server, tmp_path, 4, cache="off")
+    engine, off_events, off_prefix = await _session(server, tmp_path, 4, cache="off")
     await engine.aclose()
+    off_spans = _spans(off_events)
     assert all(u.breakpoints == 0 and u.cache_read == 0 for u in off_prefix.served)
     off_cost = sum((s.model_usage.list_cost for s in off_spans if s.model_usage.list_cost is not None), Decimal(0))
     # What the log says the cached session would have cost uncached is what the same session costs uncached.
@@ -85,8 +91,9 @@ async def test_a_session_reads_its_prefix_back_and_its_uncached_cost_is_what_off
 
 
 async def test_one_hour_entries_are_written_at_the_hour_premium(server: SSEServer, tmp_path: Path) -> None:
-    engine, spans, _ = await _session(server, tmp_path, 2, cache="1h")
+    engine, events, _ = await _session(server, tmp_path, 2, cache="1h")
     await engine.aclose()
+    spans = _spans(events)
     first, second = spans[0].model_usage, spans[1].model_usage
     assert first.cache_creation.ephemeral_1h_input_tokens > 0 and first.cache_creation.ephemeral_5m_input_tokens == 0
     # Sonnet 4.5: $3 input, $6 per MTok for 1-hour writes, $0.30 reads, $15 output (genai-prices).
@@ -111,9 +118,10 @@ async def test_the_budget_reserves_the_write_premium_so_the_cap_holds(server: SS
     bound = len(SYSTEM.encode()) + 2_000
     budget = worst_case_cost(pricing, bound, 1000, "plain")
     assert worst_case_cost(pricing, bound, 1000, "5m") > budget
-    engine, spans, _ = await _session(server, tmp_path, 3, cache=None, budget=budget)
-    starts = [e for e in engine.sessions.get(spans[0].session_id).events() if isinstance(e, ev.SpanModelRequestStart)]
+    engine, events, _ = await _session(server, tmp_path, 3, cache=None, budget=budget)
     await engine.aclose()
+    spans = _spans(events)
+    starts = [e for e in events if isinstance(e, ev.SpanModelRequestStart)]
     # The first request could be billed as writes: it went out shortened to what the budget pays for.
     assert starts[0].budget_shortened_from == 1000 and starts[0].max_tokens < 1000
     spent = sum((s.model_usage.list_cost for s in spans if s.model_usage.list_cost is not None), Decimal(0))
@@ -124,7 +132,33 @@ async def test_the_budget_reserves_the_write_premium_so_the_cap_holds(server: SS
 async def test_more_than_four_breakpoints_never_leave_the_provider(
     server: SSEServer, tmp_path: Path, cache: str
 ) -> None:
-    engine, spans, prefix = await _session(server, tmp_path, 3, cache=cache)
+    engine, events, prefix = await _session(server, tmp_path, 3, cache=cache)
     await engine.aclose()
+    spans = _spans(events)
     assert len(spans) == 6 and not any(s.is_error for s in spans)
     assert max(u.breakpoints for u in prefix.served) <= 4
+
+
+async def test_a_cache_that_keeps_missing_is_said_once_with_the_likely_cause(server: SSEServer, tmp_path: Path) -> None:
+    prefix = PrefixCache()
+    provider = AnthropicProvider(api_key=API_KEY, base_url=server.url, retry=FAST)
+    engine = Engine(tmp_path / "db.sqlite", providers={"anthropic": provider}, tools=_tools())
+    agent = engine.agents.create(name="nb", model="anthropic:claude-sonnet-4-5", system=SYSTEM)
+    session = engine.sessions.create(agent=agent.id)
+    for n in range(5):
+        # A system prompt that changes every turn (say, it shows the time): nothing after it is ever read.
+        agent = engine.agents.update(agent.id, system=f"It is {10 + n}:00. {SYSTEM}")
+        session.update(agent_version=agent.version)
+        server.queue(answer(prefix, Turn(text=f"Answer {n}.")))
+        await session.ask(f"Question {n}?")
+    events = list(session.events())
+    await engine.aclose()
+    assert [u.cache_read for u in prefix.served] == [0] * 5 and all(u.write_5m for u in prefix.served)
+    warnings = [e for e in events if isinstance(e, ev.SessionError)]
+    assert len(warnings) == 1
+    assert warnings[0].error.type == "prompt_cache_miss"
+    assert "system prompt changed" in warnings[0].error.message
+    # It came after the third request, the second that missed, and ended no turn.
+    ends = [i for i, e in enumerate(events) if isinstance(e, ev.SpanModelRequestEnd)]
+    assert ends[2] < events.index(warnings[0]) < ends[3]
+    assert [e.stop_reason for e in events if isinstance(e, ev.SessionStatusIdle)] == [ev.EndTurn()] * 5

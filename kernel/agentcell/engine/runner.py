@@ -58,6 +58,7 @@ from ..records.agent import Agent
 from ..tools.base import ToolCall, ToolResult
 from ..usage import Pricing, Usage, price_usage
 from .budget import fit_request, model_pricing
+from .cache_watch import MISS_ERROR_TYPE
 from .deps import TurnDeps
 from .log import SessionLog
 from .request import AWAITING_CLIENT, SessionTool, offered_tools, system_prompt
@@ -259,6 +260,8 @@ class TurnRunner:
                 if record:
                     self._commit(response, state)
                 self._end_span(start, response.usage, pricing, worst, stop_reason=response.stop_reason)
+                if record and (warning := log.cache_watch.observe(self.thread_id, request, response.usage)):
+                    self._emit_error(MISS_ERROR_TYPE, warning)
                 return response
             finally:
                 log.release_budget(worst)
