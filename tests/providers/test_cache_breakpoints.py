@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentcell.events import TextBlock
@@ -164,6 +164,7 @@ _PART = st.one_of(
 )
 
 
+@settings(deadline=None)  # a shared, loaded CI machine: the examples are checked, not timed
 @given(
     turns=st.lists(st.lists(_PART, min_size=1, max_size=4), min_size=1, max_size=12),
     system=st.sampled_from([None, "", "Be brief.", LONG_SYSTEM]),
