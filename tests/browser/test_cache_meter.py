@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from playwright.sync_api import Page, expect
 
 from .conftest import script
-from .lab import Lab, open_notebook, run_cell, screenshot, turn, wait_cell_done, write_notebook
+from .lab import Lab, open_notebook, run_cell, save, screenshot, turn, wait_cell_done, write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -25,7 +27,7 @@ def test_the_cost_meter_says_what_the_cache_saved(page: Page, lab: Lab) -> None:
         ],
         pricing={"input_mtok": 3, "output_mtok": 15},
     )
-    write_notebook(lab, "cache.ipynb", [model, "First question?", "Second question?"])
+    path = write_notebook(lab, "cache.ipynb", [model, "First question?", "Second question?"])
     open_notebook(page, lab, "cache.ipynb")
     for index in (0, 1, 2):
         run_cell(page, index)
@@ -40,3 +42,11 @@ def test_the_cost_meter_says_what_the_cache_saved(page: Page, lab: Lab) -> None:
     expect(second.locator(".ac-session-cost")).to_have_text(" · session $0.0525")
     expect(second.locator(".ac-session-saving")).to_have_text(" (uncached $0.072, saved $0.0195 by cache)")
     screenshot(page, "cost-meter-cache")
+    # The saved notebook's static fallback (for a viewer without the widget) carries the same line.
+    save(page)
+    outputs = json.loads(path.read_text())["cells"][2]["outputs"]
+    line = "session $0.0525 (uncached $0.072, saved $0.0195 by cache)"
+    kinds = ("text/html", "text/markdown")
+    fallbacks = ["".join(o["data"][kind]) for o in outputs for kind in kinds if kind in o["data"]]
+    assert fallbacks
+    assert all(line in fallback for fallback in fallbacks)
