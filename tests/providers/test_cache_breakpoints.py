@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -155,6 +156,17 @@ def test_a_bad_cache_option_says_what_is_allowed() -> None:
 
     with pytest.raises(ConfigurationError, match="'5m', '1h' or 'off'"):
         anthropic_body(conversation(extra={"cache": "forever"}))
+
+
+def test_a_bad_cache_option_on_an_agents_model_is_refused_when_the_agent_is_made(tmp_path: Path) -> None:
+    from agentcell import Engine
+    from agentcell.errors import InvalidInputError
+
+    with Engine(tmp_path / "db.sqlite") as engine:
+        with pytest.raises(InvalidInputError, match="'5m', '1h' or 'off', not 'forever'"):
+            engine.agents.create(name="a", model={"id": "claude-sonnet-4-5", "extra": {"cache": "forever"}})
+        made = engine.agents.create(name="b", model={"id": "claude-sonnet-4-5", "extra": {"cache": "1h"}})
+        assert made.model.extra == {"cache": "1h"}
 
 
 _PART = st.one_of(

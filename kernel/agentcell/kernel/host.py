@@ -21,8 +21,7 @@ from traitlets import Enum, Float, Unicode, observe
 from traitlets.config import Configurable
 
 from ..errors import TurnError, TurnInterrupted, UserError
-from ..providers._cache_option import CACHE_CHOICES
-from ..records.common import PERMISSION_PRESETS
+from ..records.common import CACHE_CHOICES, PERMISSION_PRESETS
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell

@@ -10,12 +10,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ..errors import ConfigurationError
+from ..records.common import CACHE_CHOICES, CACHE_OFF_ALIASES
 
 __all__ = ["ABSENT", "CACHE_CHOICES", "Ttl", "cache_ttl", "option_of"]
 
 Ttl = Literal["5m", "1h"]
-CACHE_CHOICES = ("5m", "1h", "off")
-_OFF = ("off", False, None, "")
 
 ABSENT: Any = object()
 """The ``cache`` option was not given: caching on, with the default TTL."""
@@ -30,7 +29,7 @@ def cache_ttl(option: object, default: Ttl = "5m") -> Ttl | None:
     """The TTL the option asks for, ``default`` when it is absent; None when caching is off."""
     if option is ABSENT:
         return default
-    if option in _OFF:
+    if option in CACHE_OFF_ALIASES:
         return None
     if option == "5m":
         return "5m"
