@@ -3,6 +3,7 @@ server that emulates the API's prefix cache (``tests/providers/prefix_cache.py``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,7 +44,7 @@ def test_cells_cache_by_default_show_the_saving_and_config_sets_the_ttl_or_turns
         assert "more for cache writes" in first.final_markdown  # the first request wrote the prefix
         second = execute(kc, "Question two?")
         # The transcript's line (the saved notebook's fallback too): the turn read the prefix back.
-        assert "saved $" in second.final_markdown.split("turn ")[1].split(" · ")[0]
+        assert re.search(r"· turn \$[\d.]+ \(uncached \$[\d.]+, saved \$[\d.]+ by cache\)", second.final_markdown)
         usage = execute(kc, "%usage").displays[0]["text/markdown"]
         assert "prompt cache, latest turn" in usage and "by cache" in usage
         assert execute(kc, "%config AgentCell.cache = 'off'").status == "ok"
