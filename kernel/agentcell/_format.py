@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .usage import Usage
 
-__all__ = ["format_cost", "format_usd"]
+__all__ = ["format_cache_saving", "format_cost", "format_usd"]
 
 
 def format_usd(amount: Decimal) -> str:
@@ -28,3 +28,16 @@ def format_cost(usage: Usage) -> str:
         known = f" beyond {format_usd(amount)}" if amount else ""
         return f"cost unknown{known} ({unpriced} request{'s' if unpriced != 1 else ''} with no list price)"
     return format_usd(amount or Decimal(0))
+
+
+def format_cache_saving(usage: Usage) -> str | None:
+    """What the prompt cache did to a usage's cost, for people: ``uncached $0.53, saved $0.41 by cache``;
+    while writes have not yet been read back, ``uncached $0.10, $0.02 more for cache writes``. None when the
+    cache changed nothing (no cache tokens, or no list price to compare)."""
+    saved = usage.saved_by_cache
+    if saved is None or usage.uncached_cost is None or usage.unpriced_requests or saved == 0:
+        return None
+    uncached = f"uncached {format_usd(usage.uncached_cost)}"
+    if saved > 0:
+        return f"{uncached}, saved {format_usd(saved)} by cache"
+    return f"{uncached}, {format_usd(-saved)} more for cache writes"

@@ -22,6 +22,8 @@ __all__ = [
     "ServerToolUse",
     "Usage",
     "flat_pricing",
+    "price_usage",
+    "uncached_usage",
     "worst_case_cost",
 ]
 
@@ -83,11 +85,22 @@ class Usage(_Frozen):
     with a known list price was counted (a model with no known price has no cost, not a cost of $0)."""
     unpriced_requests: Annotated[Count, Field(exclude_if=_omit_zero)] = 0
     """Requests counted here whose model has no known list price: the cost is then incomplete, "unknown"."""
+    uncached_cost: Annotated[Money | None, Field(exclude_if=_omit_none)] = None
+    """What the same tokens would have cost at list price without the prompt cache (cache reads and writes
+    priced as plain input): present whenever ``list_cost`` is, so ``uncached_cost - list_cost`` is what the
+    cache saved (negative while writes have not yet been read back)."""
 
     @property
     def spent(self) -> Decimal:
         """The list cost known so far (0 when none is tracked), for arithmetic."""
         return self.list_cost if self.list_cost is not None else _ZERO
+
+    @property
+    def saved_by_cache(self) -> Decimal | None:
+        """``uncached_cost - list_cost``: what the prompt cache saved (None when no cost is tracked)."""
+        if self.list_cost is None or self.uncached_cost is None:
+            return None
+        return self.uncached_cost - self.list_cost
 
     @property
     def cost_known(self) -> bool:
@@ -111,7 +124,16 @@ class Usage(_Frozen):
             server_tool_use=_add_optional(self.server_tool_use, other.server_tool_use),
             list_cost=_add_optional(self.list_cost, other.list_cost),
             unpriced_requests=self.unpriced_requests + other.unpriced_requests,
+            uncached_cost=_add_optional(self._uncached_or_list, other._uncached_or_list)
+            if self.uncached_cost is not None or other.uncached_cost is not None
+            else None,
         )
+
+    @property
+    def _uncached_or_list(self) -> Decimal | None:
+        # Usage priced before uncached_cost existed (an older log) had no cache discount to report: its
+        # uncached cost is its list cost, so a sum across old and new requests never shows a false saving.
+        return self.uncached_cost if self.uncached_cost is not None else self.list_cost
 
 
 def _add_optional(a: Any, b: Any) -> Any:
@@ -164,6 +186,26 @@ def flat_pricing(
 
 
 FREE: Pricing = flat_pricing(0, 0)
+
+
+def uncached_usage(usage: Usage) -> Usage:
+    """The same tokens with the prompt cache left out: every cache read and write as plain input."""
+    return Usage(
+        input_tokens=usage.total_input_tokens,
+        output_tokens=usage.output_tokens,
+        server_tool_use=usage.server_tool_use,
+    )
+
+
+def price_usage(pricing: Pricing, usage: Usage, *, ceiling: Decimal | None = None) -> Usage:
+    """``usage`` with its ``list_cost`` and ``uncached_cost``. A cost past ``ceiling`` (the request's worst
+    case) is counted at the ceiling, and then claims no saving."""
+    cost = pricing(usage)
+    if ceiling is not None and cost > ceiling:
+        return usage.model_copy(update={"list_cost": ceiling, "uncached_cost": ceiling})
+    cached = usage.cache_read_input_tokens or usage.cache_creation_input_tokens
+    uncached = pricing(uncached_usage(usage)) if cached else cost
+    return usage.model_copy(update={"list_cost": cost, "uncached_cost": uncached})
 
 
 InputBilling = Literal["plain", "5m", "any"]

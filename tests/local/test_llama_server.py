@@ -12,7 +12,8 @@ import pytest
 
 from agentcell.providers.base import TextDelta, ToolCallPart, ToolInputDelta
 from agentcell.providers.local import LocalProvider
-from agentcell.providers.openai import OpenAIProvider, build_body
+from agentcell.providers.openai import OpenAIProvider, build_body, llamacpp_provider
+from agentcell.records.model import ModelConfig
 
 from .conftest import WEATHER_TOOL, collect, request
 
@@ -88,3 +89,17 @@ async def test_openai_provider_receives_a_forced_tool_call(peer: OpenAIProvider)
     assert isinstance(call, ToolCallPart) and call.name == "get_weather" and call.id
     jsonschema.validate(call.input, WEATHER_TOOL.input_schema)
     assert any(isinstance(e, ToolInputDelta) for e in events)
+
+
+async def test_the_llama_cpp_provider_asks_the_real_server_to_keep_its_prompt_cache(llama_server: str) -> None:
+    # llama_cpp.server (llama-cpp-python's) reuses its prompt's prefix on its own and ignores the field;
+    # llama.cpp's own llama-server honours it (older ones default it to off). Either must accept it.
+    provider = llamacpp_provider(ModelConfig(id="smollm2", base_url=llama_server))
+    req = request("What is the capital of France?", max_tokens=8)
+    assert build_body(req, llama_cpp=True)["cache_prompt"] is True
+    try:
+        first = (await collect(provider, req))[1]
+        again = (await collect(provider, req))[1]
+    finally:
+        await provider.aclose()
+    assert first.text.strip() and again.text == first.text

@@ -61,7 +61,7 @@ async def test_generation_streams_text_and_counts_real_tokens(provider: LocalPro
     assert isinstance(response.content[0], TextPart) and response.text.strip()
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == response.text
     # Tokens, not characters: the exact prompt length, and every generated token up to max_tokens.
-    assert response.usage.input_tokens == provider.input_token_bound(req) > 10
+    assert response.usage.total_input_tokens == provider.input_token_bound(req) > 10
     assert 0 < response.usage.output_tokens <= 16
     if response.stop_reason == "max_tokens":
         assert response.usage.output_tokens == 16
@@ -202,7 +202,7 @@ async def test_a_prompt_longer_than_the_context_is_reported_as_such() -> None:
         assert response.usage.input_tokens > 256
         _, response = await collect(small, request("tell me about cats " * 40, max_tokens=200))
         assert response.stop_reason == "model_context_window_exceeded" and response.text
-        assert response.usage.input_tokens + response.usage.output_tokens == 256
+        assert response.usage.total_input_tokens + response.usage.output_tokens == 256
     finally:
         await small.aclose()
 

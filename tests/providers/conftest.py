@@ -13,7 +13,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -101,10 +101,11 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = raw
         owner = self.server.owner
-        owner.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
+        recorded = Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        owner.requests.append(recorded)
         with owner.lock:
             reply = owner.replies.pop(0) if owner.replies else json_reply(500, {"error": "no reply queued"})
-        self._send(reply)
+        self._send(reply(recorded) if callable(reply) else reply)
 
     def _send(self, reply: Reply) -> None:
         lines = [f"HTTP/1.1 {reply.status} {self.responses.get(reply.status, ('X',))[0]}"]
@@ -137,9 +138,13 @@ class _Server(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+QueuedReply = Reply | Callable[[Recorded], Reply]
+"""A reply, or a function of the request that makes it (the prompt-cache emulation, ``prefix_cache``)."""
+
+
 class SSEServer:
     def __init__(self) -> None:
-        self.replies: list[Reply] = []
+        self.replies: list[QueuedReply] = []
         self.requests: list[Recorded] = []
         self.lock = threading.Lock()
         self._server = _Server(("127.0.0.1", 0), _Handler)
@@ -152,7 +157,7 @@ class SSEServer:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}"
 
-    def queue(self, *replies: Reply) -> None:
+    def queue(self, *replies: QueuedReply) -> None:
         with self.lock:
             self.replies.extend(replies)
 

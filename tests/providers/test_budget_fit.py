@@ -99,7 +99,9 @@ async def test_a_failed_count_falls_back_to_the_safe_bound_and_shortens(
     engine, provider, _ = _notebook_like(server, tmp_path)
     monkeypatch.setattr(provider, "input_token_bound", lambda request: BYTE_BOUND)
     pricing = provider.pricing("claude-sonnet-4-5")
-    budget = worst_case_cost(pricing, BYTE_BOUND, 1_000, "plain")  # room for 1,000 output tokens, not 4,000
+    # The notebook's tools and system prompt are long enough to cache: the request carries breakpoints
+    # (caching is on by default), so its worst case prices the input as 5-minute cache writes.
+    budget = worst_case_cost(pricing, BYTE_BOUND, 1_000, "5m")  # room for 1,000 output tokens, not 4,000
     try:
         agent = engine.agents.create(
             name="nb", model={"id": "anthropic:claude-sonnet-4-5", "max_tokens": 4000}, system=SYSTEM
@@ -115,4 +117,5 @@ async def test_a_failed_count_falls_back_to_the_safe_bound_and_shortens(
     [start] = [e for e in result.events if isinstance(e, ev.SpanModelRequestStart)]
     assert (start.max_tokens, start.budget_shortened_from) == (1_000, 4000)
     assert server.requests[1].body["max_tokens"] == 1_000
+    assert server.requests[1].body["system"][-1]["cache_control"] == {"type": "ephemeral"}
     assert session.usage.list_cost <= budget

@@ -85,7 +85,7 @@ async def test_the_registered_prefixes_serve_bare_claude_names_with_caching_and_
         agent = engine.agents.create(
             name="a",
             model={"id": "claude-sonnet-4-5", "base_url": server.url, "extra": {"cache": "1h"}},
-            system="You are terse.",
+            system="You are terse. " * 300,  # long enough to cache
         )
         session = engine.sessions.create(agent=agent.id)
         result = await session.ask("hi")

@@ -78,7 +78,7 @@ def test_an_unknown_model_has_no_list_price_not_a_guessed_one() -> None:
 def test_registration_serves_every_prefix_and_bare_claude_names() -> None:
     registry = ProviderRegistry()
     register_http_providers(registry)
-    assert registry.prefixes() == ["anthropic", "ollama", "openai", "vllm"]
+    assert registry.prefixes() == ["anthropic", "llamacpp", "ollama", "openai", "vllm"]
     bare = registry.resolve(ModelConfig(id="claude-sonnet-5-5"))
     assert isinstance(bare.provider, AnthropicProvider) and bare.model == "claude-sonnet-5-5"
     prefixed = registry.resolve(ModelConfig(id="anthropic:claude-x", base_url="http://127.0.0.1:1"))
@@ -89,6 +89,8 @@ def test_registration_serves_every_prefix_and_bare_claude_names() -> None:
     assert ollama.provider.base_url == "http://127.0.0.1:11434/v1"
     vllm = registry.resolve(ModelConfig(id="vllm:Qwen/Qwen3-0.6B"))
     assert isinstance(vllm.provider, OpenAIProvider) and vllm.provider.base_url == "http://127.0.0.1:8000/v1"
+    llamacpp = registry.resolve(ModelConfig(id="llamacpp:qwen3"))
+    assert isinstance(llamacpp.provider, OpenAIProvider) and llamacpp.provider.base_url == "http://127.0.0.1:8080/v1"
     custom = registry.resolve(ModelConfig(id="openai:my-model", base_url="http://127.0.0.1:1234/v1"))
     assert isinstance(custom.provider, OpenAIProvider) and custom.provider.base_url == "http://127.0.0.1:1234/v1"
     with pytest.raises(ConfigurationError):

@@ -67,6 +67,32 @@ def test_usage_line_sums_the_turn_and_shows_the_budget() -> None:
     assert "budget $1 ($0.75 left)" in line
 
 
+def test_usage_line_says_what_the_cache_saved_per_turn_and_per_session() -> None:
+    view = TurnFold()
+    # A first request writes the prefix (dearer than plain input), the second reads it back.
+    write = Usage(input_tokens=10, list_cost=Decimal("0.0125"), uncached_cost=Decimal("0.01"))
+    read = Usage(input_tokens=10, list_cost=Decimal("0.001"), uncached_cost=Decimal("0.01"))
+    view.apply(ev.SpanModelRequestEnd(**env("a"), model_request_start_id="s", model_usage=write))
+    assert "turn $0.0125 (uncached $0.01, $0.0025 more for cache writes)" in view.usage_line()
+    view.apply(ev.SpanModelRequestEnd(**env("b"), model_request_start_id="s", model_usage=read))
+    session = Usage(input_tokens=40, list_cost=Decimal("0.59"), uncached_cost=Decimal("1"))
+    view.apply(ev.SessionUsageEvent(**env("u"), usage=session))
+    line = view.usage_line()
+    assert "turn $0.0135 (uncached $0.02, saved $0.0065 by cache)" in line
+    assert "session $0.59 (uncached $1, saved $0.41 by cache)" in line
+    # The static fallback (the saved notebook's Markdown) carries the same line.
+    assert "saved $0.41 by cache" in view.to_markdown(final=True)
+
+
+def test_usage_line_says_nothing_of_a_cache_that_changed_nothing() -> None:
+    view = TurnFold()
+    plain = Usage(input_tokens=1000, list_cost=Decimal("0.003"), uncached_cost=Decimal("0.003"))
+    view.apply(ev.SpanModelRequestEnd(**env("a"), model_request_start_id="s", model_usage=plain))
+    older = Usage(input_tokens=1000, list_cost=Decimal("0.003"))  # logged before uncached_cost existed
+    view.apply(ev.SessionUsageEvent(**env("u"), usage=older))
+    assert "uncached" not in view.usage_line() and "saved" not in view.usage_line()
+
+
 def test_a_sub_agent_thread_is_nested_under_the_call_that_spawned_it() -> None:
     view = TurnFold()
     view.apply(ev.AgentToolUse(**env("spawn"), call_id="c", name="spawn_thread", input={"task": "count"}))

@@ -84,6 +84,8 @@ def model_responses(events: Iterable[BaseModel | Mapping[str, Any]]) -> list[dic
         elif kind == "span.model_request_end":
             usage = dict(item["model_usage"])
             cost = usage.pop("list_cost", None)  # absent where the model has no list price (the local one)
+            # Derived from the same usage at the same prices; a recording keeps the list cost alone.
+            usage.pop("uncached_cost", None)
             responses.append({"blocks": _blind(blocks), "usage": usage, "list_cost": cost, "stop": item["stop_reason"]})
             blocks = []
     return responses

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -342,13 +343,13 @@ async def test_usage_is_reported_per_request_and_cumulatively(db_path: Path) -> 
     ends = [e for e in result.events if isinstance(e, ev.SpanModelRequestEnd)]
     snapshots = [e for e in result.events if isinstance(e, ev.SessionUsageEvent)]
     assert len(ends) == len(snapshots) == 2
-    one = usage.model_copy(update={"list_cost": ends[0].model_usage.list_cost})
+    one = usage.model_copy(update={"list_cost": Decimal("0.004515"), "uncached_cost": Decimal("0.00465")})
+    # $3/M in, $15/M out, cache reads at a tenth of input; uncached, the 50 cache reads are plain input.
     assert ends[0].model_usage == one
-    # $3/M in, $15/M out, cache reads at a tenth of input.
-    assert one.list_cost == (1000 * 3 + 100 * 15 + 50 * 0.3 * 1) / 1_000_000 or one.list_cost > 0
-    assert str(one.list_cost) == "0.004515"
+    assert one.saved_by_cache == Decimal("0.000135")
     assert snapshots[-1].usage.input_tokens == 2000
     assert snapshots[-1].usage.list_cost == 2 * one.list_cost == session.usage.list_cost
+    assert snapshots[-1].usage.uncached_cost == 2 * one.uncached_cost == session.usage.uncached_cost
     assert result.usage.output_tokens == 200
     await engine.aclose()
 

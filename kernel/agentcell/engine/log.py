@@ -40,6 +40,7 @@ from ..records.common import utc_now
 from ..records.session import SessionRecord
 from ..store.base import Store
 from ..usage import Budget, Usage
+from .cache_watch import CacheWatch
 from .deps import AgentSource
 from .history import HISTORY_EVENT_TYPES, History
 from .path import PATH_EVENT_TYPES, ActivePath, on_path
@@ -75,6 +76,8 @@ class SessionLog:
         """What no event may carry (API keys a model or a tool printed): scrubbed on the way in."""
         self._last_known: str | None = _UNSEEN
         """The id of the newest event this log knows the store holds (see :meth:`catch_up`)."""
+        self.cache_watch = CacheWatch()
+        """Whether the prompt cache keeps missing, across the session's turns (``cache_watch``)."""
 
     # ------------------------------------------------------------------------------------------ the session
 

@@ -56,8 +56,9 @@ from ..providers.base import (
 )
 from ..records.agent import Agent
 from ..tools.base import ToolCall, ToolResult
-from ..usage import Pricing, Usage
+from ..usage import Pricing, Usage, price_usage
 from .budget import fit_request, model_pricing
+from .cache_watch import MISS_ERROR_TYPE
 from .deps import TurnDeps
 from .log import SessionLog
 from .request import AWAITING_CLIENT, SessionTool, offered_tools, system_prompt
@@ -259,6 +260,8 @@ class TurnRunner:
                 if record:
                     self._commit(response, state)
                 self._end_span(start, response.usage, pricing, worst, stop_reason=response.stop_reason)
+                if record and (warning := log.cache_watch.observe(self.thread_id, request, response.usage)):
+                    self._emit_error(MISS_ERROR_TYPE, warning)
                 return response
             finally:
                 log.release_budget(worst)
@@ -288,8 +291,7 @@ class TurnRunner:
                 f"at most {format_usd(ceiling)} ({usage.input_tokens:,} input and {usage.output_tokens:,} output "
                 f"tokens reported, max_tokens {start.max_tokens}); it is counted at {format_usd(ceiling)}",
             )
-            cost = ceiling
-        self._close_span(start, usage.model_copy(update={"list_cost": cost}), stop_reason)
+        self._close_span(start, price_usage(pricing, usage, ceiling=ceiling), stop_reason)
 
     def _close_span(self, start: SpanModelRequestStart, priced: Usage, stop_reason: str | None) -> None:
         self.log.emit(

@@ -21,7 +21,7 @@ from traitlets import Enum, Float, Unicode, observe
 from traitlets.config import Configurable
 
 from ..errors import TurnError, TurnInterrupted, UserError
-from ..records.common import PERMISSION_PRESETS
+from ..records.common import CACHE_CHOICES, PERMISSION_PRESETS
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -54,6 +54,12 @@ class AgentCell(Configurable):
     max_updates_per_second = Float(30.0, help="Most display updates a streaming turn sends per second.").tag(
         config=True
     )
+    cache = Enum(
+        CACHE_CHOICES,
+        "5m",
+        help="Prompt caching: 5-minute or 1-hour entries on Anthropic models (a llama.cpp server's and the "
+        "local model's cache either way), or off. A model's own extra['cache'] overrides it.",
+    ).tag(config=True)
     renderer = Enum(
         ("widget", "markdown"),
         "widget",
@@ -66,6 +72,11 @@ class AgentCell(Configurable):
     def _model_changed(self, change: dict[str, Any]) -> None:
         if self.host is not None and self.host.has_session and change["new"]:
             self.host.set_model(change["new"])
+
+    @observe("cache")
+    def _cache_changed(self, change: dict[str, Any]) -> None:
+        if self.host is not None:
+            self.host.apply_cache_setting()
 
     @observe("permissions")
     def _permissions_changed(self, change: dict[str, Any]) -> None:
@@ -157,7 +168,15 @@ class NotebookAgent:
 
             replay = notebook_replayer(self.notebook_path, self.shell)
             self._engine = Engine(self.config.db or None, tools=notebook_tools(self.shell), replay=replay)
+            self.apply_cache_setting()
         return self._engine
+
+    def apply_cache_setting(self) -> None:
+        """``AgentCell.cache`` for every model that does not set its own (the default leaves the providers'
+        own, which is the same, and keeps recorded requests as they were)."""
+        if self._engine is not None:
+            value = self.config.cache
+            self._engine.providers.cache = None if value == "5m" else value
 
     @property
     def has_session(self) -> bool:

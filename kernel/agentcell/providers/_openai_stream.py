@@ -8,7 +8,9 @@ strict where the data would otherwise be wrong:
   appended (some servers resend the full name in every fragment); arguments are appended;
 * ``delta.reasoning`` (Ollama, new vLLM) and ``delta.reasoning_content`` (llama.cpp, old vLLM) become
   thinking; ``delta.refusal`` becomes text and the stop reason ``refusal``;
-* usage may come in any chunk (last wins); ``prompt_tokens`` includes cached tokens, which we count apart;
+* usage may come in any chunk (last wins); ``prompt_tokens`` includes cached tokens, which we count apart
+  as cache reads: ``prompt_tokens_details.cached_tokens`` (OpenAI, vLLM, recent llama.cpp), or else
+  llama.cpp's ``timings.cache_n`` (the prompt tokens its server took from its cache);
 * the stream ends at ``data: [DONE]``, or at the end of the body once a finish reason was seen.
 """
 
@@ -62,10 +64,13 @@ class _Call:
     """Every argument fragment, to tell a call cut short by max_tokens at the end."""
 
 
-def map_usage(raw: object) -> Usage:
-    """OpenAI usage -> ours: cached prompt tokens are not part of our ``input_tokens``."""
+def map_usage(raw: object, timings: object = None) -> Usage:
+    """OpenAI usage -> ours: cached prompt tokens are not part of our ``input_tokens``. ``timings`` is
+    llama.cpp's, whose ``cache_n`` stands in for the cached count an older server leaves out of usage."""
     if not isinstance(raw, dict):
         raise ProviderProtocolError("usage is not a JSON object")
+    if "prompt_tokens_details" not in raw and isinstance(timings, dict) and "cache_n" in timings:
+        raw = {**raw, "prompt_tokens_details": {"cached_tokens": timings["cache_n"]}}
     prompt = raw.get("prompt_tokens") or 0
     completion = raw.get("completion_tokens") or 0
     details = raw.get("prompt_tokens_details")
@@ -144,7 +149,7 @@ class OpenAIStreamParser(EventParser):
             )
         usage = payload.get("usage")
         if usage:
-            self._usage = map_usage(usage)
+            self._usage = map_usage(usage, payload.get("timings"))
         for choice in payload.get("choices") or ():
             if choice.get("index", 0) != 0:
                 continue  # we ask for one choice; extra ones are not ours to merge

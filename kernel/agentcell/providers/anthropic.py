@@ -7,8 +7,8 @@ keeps its own path, as in the official SDK (``https://proxy/anthropic`` posts to
 
 Options read from the request's ``settings.extra`` (an agent's ``ModelConfig.extra``):
 
-* ``cache``: ``"5m"`` or ``"1h"`` puts prompt-cache breakpoints on the system prompt, the tool list and the
-  latest turn;
+* ``cache``: prompt caching, on by default: ``"5m"`` (the default) or ``"1h"`` entries, or ``"off"``. The
+  breakpoints go on the tools + system prefix and on the previous and latest turns (``_anthropic_cache``);
 * ``betas``: a list (or comma-separated string) of ``anthropic-beta`` flags;
 * anything else is merged into the request body as is (``top_k``, ``metadata``, ``service_tier``...).
 """
@@ -27,7 +27,9 @@ from ..errors import ConfigurationError, MissingKeyError, ProviderAuthError, Pro
 from ..events import TextBlock
 from ..records.agent import ServerTool
 from ..usage import InputBilling, Pricing
+from ._anthropic_cache import CachePlan, plan_breakpoints
 from ._anthropic_stream import AnthropicStreamParser
+from ._cache_option import option_of
 from ._http import DEFAULT_TIMEOUT, ErrorContext, HTTPStreamer, RetryPolicy, check_key, clean_key, join_url
 from ._pricing import genai_pricing
 from .base import (
@@ -59,7 +61,6 @@ API_VERSION = "2023-06-01"
 KEY_ENV = "ANTHROPIC_API_KEY"
 BASE_URL_ENV = "ANTHROPIC_BASE_URL"
 
-_CACHE_TTLS = ("5m", "1h")
 _OWN_OPTIONS = ("cache", "betas")
 
 
@@ -121,10 +122,8 @@ class AnthropicProvider(Provider):
             )
 
     def input_billing(self, request: ModelRequest) -> InputBilling:
-        option = request.settings.extra.get("cache")
-        if option in (None, False, ""):
-            return "plain"
-        return "5m" if option == "5m" else "any"
+        """A write premium only when the request carries a breakpoint (caching on, the prefix long enough)."""
+        return _body(request)[2].billing
 
     async def count_input_tokens(self, request: ModelRequest) -> int | None:
         """The Messages API's own count (``/v1/messages/count_tokens``), with a margin: the API calls its
@@ -185,9 +184,13 @@ class AnthropicProvider(Provider):
 
 def build_body(request: ModelRequest) -> tuple[dict[str, Any], list[str]]:
     """The Messages API body for ``request``, and the beta flags it asks for."""
+    body, betas, _ = _body(request)
+    return body, betas
+
+
+def _body(request: ModelRequest) -> tuple[dict[str, Any], list[str], CachePlan]:
     settings = request.settings
     extra = dict(settings.extra)
-    cache = _cache_control(extra.get("cache"))
     betas = _betas(extra.get("betas"))
     body: dict[str, Any] = {
         "model": request.model,
@@ -196,10 +199,7 @@ def build_body(request: ModelRequest) -> tuple[dict[str, Any], list[str]]:
         "stream": True,
     }
     if request.system:
-        if cache:
-            body["system"] = [{"type": "text", "text": request.system, "cache_control": cache}]
-        else:
-            body["system"] = request.system
+        body["system"] = request.system
     tools: list[dict[str, Any]] = [
         {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in request.tools
     ]
@@ -209,8 +209,6 @@ def build_body(request: ModelRequest) -> tuple[dict[str, Any], list[str]]:
             betas.append(WEB_FETCH_BETA)
     if tools:
         body["tools"] = tools
-        if cache:
-            body["tools"][-1]["cache_control"] = cache
     if settings.tool_choice is not None:
         body["tool_choice"] = _tool_choice(settings.tool_choice)
     if settings.thinking_budget is not None:
@@ -219,12 +217,11 @@ def build_body(request: ModelRequest) -> tuple[dict[str, Any], list[str]]:
         body["temperature"] = settings.temperature
     if settings.stop_sequences:
         body["stop_sequences"] = list(settings.stop_sequences)
-    if cache:
-        _mark_latest_turn(body["messages"], cache)
+    plan = plan_breakpoints(body, option_of(extra))
     for key, value in extra.items():
         if key not in _OWN_OPTIONS:
             body[key] = value
-    return body, betas
+    return body, betas, plan
 
 
 SERVER_TOOL_TYPES = {"web_search": "web_search_20250305", "web_fetch": "web_fetch_20250910"}
@@ -238,14 +235,6 @@ def _server_tool(tool: ServerTool) -> dict[str, Any]:
         if (value := getattr(tool, key)) is not None:
             wire[key] = value
     return wire
-
-
-def _cache_control(option: object) -> dict[str, str] | None:
-    if option in (None, False, ""):
-        return None
-    if option not in _CACHE_TTLS:
-        raise ConfigurationError(f"the cache option must be '5m' or '1h', not {option!r}")
-    return {"type": "ephemeral"} if option == "5m" else {"type": "ephemeral", "ttl": "1h"}
 
 
 def _betas(option: object) -> list[str]:
@@ -262,19 +251,6 @@ def _tool_choice(choice: str) -> dict[str, str]:
     if choice in ("auto", "any", "none"):
         return {"type": choice}
     return {"type": "tool", "name": choice}
-
-
-_CACHEABLE = frozenset({"text", "image", "tool_use", "tool_result"})
-
-
-def _mark_latest_turn(messages: list[dict[str, Any]], cache: dict[str, str]) -> None:
-    # Thinking blocks cannot carry a breakpoint; the last block that can stands for the whole turn.
-    if not messages:
-        return
-    for block in reversed(messages[-1]["content"]):
-        if block["type"] in _CACHEABLE:
-            block["cache_control"] = cache
-            return
 
 
 def _message(message: Message) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from ..errors import ConfigurationError
 from .anthropic import AnthropicProvider, is_claude_model
 from .base import ModelConfig, Provider
 from .local import DEFAULT_N_CTX, LocalProvider
-from .openai import ollama_provider, openai_provider, vllm_provider
+from .openai import llamacpp_provider, ollama_provider, openai_provider, vllm_provider
 from .registry import ProviderRegistry
 from .scripted import ScriptedProvider
 
@@ -48,7 +48,7 @@ def _local(config: ModelConfig) -> Provider:
 
 def register_builtin_providers(registry: ProviderRegistry) -> None:
     """Serve ``scripted`` (the test double), ``anthropic:…`` (and bare ``claude-…``), ``openai:…``,
-    ``ollama:…``, ``vllm:…`` and ``local`` (``local:smollm2``, ``local:/path/to/model.gguf``).
+    ``ollama:…``, ``vllm:…``, ``llamacpp:…`` and ``local`` (``local:smollm2``, ``local:/path/to/model.gguf``).
 
     Providers are built on first use, so registering reads no key, opens no connection and loads no model.
     """
@@ -59,11 +59,12 @@ def register_builtin_providers(registry: ProviderRegistry) -> None:
 
 def register_http_providers(registry: ProviderRegistry) -> None:
     """The HTTP part of :func:`register_builtin_providers`: ``anthropic:…`` (and bare ``claude-…``),
-    ``openai:…``, ``ollama:…`` and ``vllm:…``."""
+    ``openai:…``, ``ollama:…``, ``vllm:…`` and ``llamacpp:…``."""
     registry.register("anthropic", _anthropic, claims=is_claude_model)
     registry.register("openai", openai_provider)
     registry.register("ollama", ollama_provider)
     registry.register("vllm", vllm_provider)
+    registry.register("llamacpp", llamacpp_provider)
 
 
 def _installed(module: str) -> bool:

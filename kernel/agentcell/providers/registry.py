@@ -6,6 +6,9 @@ register a factory per prefix; the registry builds each (prefix, name, base_url)
 An :data:`Interceptor` (record/replay) may stand between the registry and the providers: it receives each
 model's config and a function that builds the live provider, and returns the provider to use, so it can
 decide whether the live one is ever built.
+
+:attr:`ProviderRegistry.cache` is the prompt-cache setting of models whose config does not set one
+(``%config AgentCell.cache``): it goes into their ``extra["cache"]``; None leaves each provider's default.
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ class ProviderRegistry:
         self._instances: dict[tuple[str, str, str | None], Provider] = {}
         self._interceptor: Interceptor | None = None
         self._lock = threading.Lock()
+        self.cache: str | None = None
+        """``"5m"``, ``"1h"`` or ``"off"`` for every model whose config has no ``cache`` option of its own."""
 
     def register(
         self,
@@ -98,6 +103,8 @@ class ProviderRegistry:
                     full = config.model_copy(update={"id": name if name == prefix else f"{prefix}:{name}"})
                     provider = interceptor(full, lambda: factory(bare))
                 self._instances[key] = provider
+        if self.cache is not None and "cache" not in config.extra:
+            config = config.model_copy(update={"extra": {**config.extra, "cache": self.cache}})
         return ResolvedModel(provider=provider, model=name, config=config)
 
     async def aclose(self) -> None:

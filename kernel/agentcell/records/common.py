@@ -6,7 +6,7 @@ import enum
 from datetime import UTC, datetime
 from typing import Literal, get_args
 
-__all__ = ["PERMISSION_PRESETS", "UNSET", "PermissionPreset", "Unset", "utc_now"]
+__all__ = ["CACHE_CHOICES", "CACHE_OFF_ALIASES", "PERMISSION_PRESETS", "UNSET", "PermissionPreset", "Unset", "utc_now"]
 
 
 class Unset(enum.Enum):
@@ -22,6 +22,12 @@ UNSET = Unset.UNSET
 PermissionPreset = Literal["read-only", "workspace-write", "danger-full-access"]
 """What the session's tools may do without asking (see ``tools/permissions.py`` for the table)."""
 PERMISSION_PRESETS: tuple[PermissionPreset, ...] = get_args(PermissionPreset)
+
+CACHE_CHOICES = ("5m", "1h", "off")
+"""The ``cache`` option of a model's ``extra``: prompt-cache entries of 5 minutes (the default, also when
+the option is absent) or an hour, or no prompt caching."""
+CACHE_OFF_ALIASES: tuple[object, ...] = ("off", False, None, "")
+"""Values of the ``cache`` option that turn caching off."""
 
 
 def utc_now() -> datetime:

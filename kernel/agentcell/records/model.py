@@ -5,7 +5,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .common import CACHE_CHOICES, CACHE_OFF_ALIASES
 
 __all__ = ["ListPrices", "ModelConfig", "ModelSettings"]
 
@@ -43,7 +45,8 @@ class ModelConfig(_Model):
     """A model name plus its request settings, as an agent stores it.
 
     ``id`` names the provider and model: ``scripted``, ``claude-...``, ``anthropic:...``, ``openai:...``,
-    ``ollama:...``, ``vllm:...``, ``local:smollm2``. ``base_url`` overrides the provider's endpoint.
+    ``ollama:...``, ``vllm:...``, ``llamacpp:...``, ``local:smollm2``. ``base_url`` overrides the provider's
+    endpoint. ``extra["cache"]`` (``"5m"``, ``"1h"`` or ``"off"``) sets prompt caching for this model.
     """
 
     id: str = Field(min_length=1)
@@ -54,6 +57,14 @@ class ModelConfig(_Model):
     prices: ListPrices | None = None
     """List prices to use instead of genai-prices' (a model it does not know has no known cost otherwise)."""
     extra: dict[str, Any] = {}
+
+    @field_validator("extra")
+    @classmethod
+    def _known_cache_option(cls, extra: dict[str, Any]) -> dict[str, Any]:
+        # Refused when the agent is made, not at its first request.
+        if "cache" in extra and extra["cache"] not in CACHE_CHOICES and extra["cache"] not in CACHE_OFF_ALIASES:
+            raise ValueError(f"the cache option must be '5m', '1h' or 'off', not {extra['cache']!r}")
+        return extra
 
     def settings(self) -> ModelSettings:
         values: dict[str, Any] = {"extra": self.extra}

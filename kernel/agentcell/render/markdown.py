@@ -6,11 +6,12 @@ import json
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from .._format import format_cost, format_usd
+from .._format import format_cache_saving, format_cost, format_usd
 from ..events import ImageBlock, TextBlock
 
 if TYPE_CHECKING:
     from ..events import SessionSkillActivated
+    from ..usage import Usage
     from .fold import OutcomeState, ToolState, TurnFold
 
 __all__ = [
@@ -39,15 +40,20 @@ def usage_line(fold: TurnFold) -> str:
         f"out {u.output_tokens:,}",
         f"cache read {u.cache_read_input_tokens:,}",
         f"cache write {u.cache_creation_input_tokens:,}",
-        f"turn {format_cost(u)}",
+        f"turn {_cost_with_saving(u)}",
     ]
     if fold.session_usage is not None:
-        parts.append(f"session {format_cost(fold.session_usage)}")
+        parts.append(f"session {_cost_with_saving(fold.session_usage)}")
     if fold.budget is not None:
         spent = fold.session_usage.list_cost if fold.session_usage else Decimal(0)
         left = format_usd(fold.budget.remaining(spent))
         parts.append(f"budget {format_usd(fold.budget.max_list_cost)} ({left} left)")
     return " · ".join(parts)
+
+
+def _cost_with_saving(usage: Usage) -> str:
+    saving = format_cache_saving(usage)
+    return format_cost(usage) + (f" ({saving})" if saving else "")
 
 
 def footer(fold: TurnFold) -> str:

@@ -333,6 +333,8 @@ function addUsage(state: TurnState, usage: UsageJson): void {
   sums.cacheRead += num(usage.cache_read_input_tokens);
   sums.cacheWrite += num(usage.cache_creation?.ephemeral_5m_input_tokens) + num(usage.cache_creation?.ephemeral_1h_input_tokens);
   sums.cost += parseMoney(usage.list_cost);
+  // Usage logged before uncached_cost existed had no discount to report: uncached, it cost its list cost.
+  sums.uncached += parseMoney(usage.uncached_cost ?? usage.list_cost);
 }
 
 function latestRevision(state: TurnState): string {

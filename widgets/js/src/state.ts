@@ -107,6 +107,8 @@ export interface UsageSums {
   cacheWrite: number;
   /** 1e-15 USD units (see money.ts). */
   cost: bigint;
+  /** What the same tokens would have cost without the prompt cache, in the same units. */
+  uncached: bigint;
 }
 
 export interface TurnState {
@@ -150,7 +152,7 @@ export function emptyState(): TurnState {
     order: [],
     threads: new Map(),
     outcomes: new Map(),
-    turnUsage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0n },
+    turnUsage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0n, uncached: 0n },
     sessionUsage: null,
     budget: null,
     previewed: new Set(),

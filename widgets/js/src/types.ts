@@ -23,6 +23,8 @@ export interface UsageJson {
   cache_read_input_tokens?: number;
   cache_creation?: { ephemeral_5m_input_tokens?: number; ephemeral_1h_input_tokens?: number };
   list_cost?: string;
+  /** What the same tokens would have cost without the prompt cache (absent in logs older than it). */
+  uncached_cost?: string;
 }
 
 export interface BudgetJson {

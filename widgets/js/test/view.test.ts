@@ -247,6 +247,23 @@ describe("turn view", () => {
     expect(bars[2]?.getAttribute("class")).toBe("ac-spark-current");
   });
 
+  it("says what the prompt cache saved, per turn and per session, and nothing when it changed nothing", () => {
+    const write = { input_tokens: 10, cache_creation: { ephemeral_5m_input_tokens: 4000 }, list_cost: "0.0125", uncached_cost: "0.01" };
+    const read = { input_tokens: 10, cache_read_input_tokens: 4000, list_cost: "0.001", uncached_cost: "0.01" };
+    const session = { type: "session.usage", id: "u", usage: { list_cost: "0.59", uncached_cost: "1" } };
+    const root = paint([context(), usageEnd(write), { ...usageEnd(read), id: "end2" }, session]);
+    expect(q(root, ".ac-turn-cost").textContent).toBe("turn $0.0135");
+    expect(q(root, ".ac-turn-saving").textContent).toBe(" (uncached $0.02, saved $0.0065 by cache)");
+    expect(q(root, ".ac-session-saving").textContent).toBe(" (uncached $1, saved $0.41 by cache)");
+    // The first request of a session writes the cache: dearer than plain input until it is read back.
+    expect(q(paint([context(), usageEnd(write)]), ".ac-turn-saving").textContent).toBe(
+      " (uncached $0.01, $0.0025 more for cache writes)",
+    );
+    // No cache tokens, or a log older than uncached_cost: no line at all.
+    const plain = paint([context(), usageEnd({ input_tokens: 5, list_cost: "0.003", uncached_cost: "0.003" }), { type: "session.usage", id: "u", usage: { list_cost: "0.2" } }]);
+    expect(plain.querySelector(".ac-cache-saving")).toBeNull();
+  });
+
   it("shows errors, interrupted messages, outcomes and nested threads", () => {
     const root = paint([
       { type: "session.error", id: "e1", error: { type: "model_overloaded_error", message: "busy", retry_status: "retrying" } },

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 
-from ..._format import format_cost, format_usd
+from ..._format import format_cache_saving, format_cost, format_usd
 from ...errors import AgentCellError
 from ._base import MagicGroup
+
+if TYPE_CHECKING:
+    from ...sessions import Session
 
 __all__ = ["SessionMagics"]
 
@@ -59,6 +62,7 @@ class SessionMagics(MagicGroup):
              f"{u.server_tool_use.web_fetch_requests}" if u.server_tool_use else "not tracked"),
             ("list cost", format_cost(u)),
         ]  # fmt: skip
+        rows += _cache_rows(session)
         if session.budget is not None:
             remaining = session.budget.remaining(u.list_cost)
             rows.append(("budget", f"{format_usd(session.budget.max_list_cost)} ({format_usd(remaining)} left)"))
@@ -115,3 +119,22 @@ class SessionMagics(MagicGroup):
                 raise UsageError(self.HELP["session"])
         except AgentCellError as exc:
             raise self._fail(exc) from None
+
+
+def _cache_rows(session: Session) -> list[tuple[str, str]]:
+    """What the prompt cache saved, for the session and its latest turn (none when it changed nothing)."""
+    from ...events import SpanModelRequestEnd, UserMessage
+    from ...usage import Usage
+
+    latest = Usage()
+    for event in session.events(types=("user.message", "span.model_request_end")):
+        if isinstance(event, UserMessage):
+            latest = Usage()
+        elif isinstance(event, SpanModelRequestEnd):
+            latest = latest + event.model_usage
+    rows: list[tuple[str, str]] = []
+    for label, usage in (("prompt cache, session", session.usage), ("prompt cache, latest turn", latest)):
+        saving = format_cache_saving(usage)
+        if saving:
+            rows.append((label, f"{format_cost(usage)} ({saving})"))
+    return rows

@@ -1,6 +1,7 @@
 /**
- * The cost meter: tokens of this turn, list cost of the turn and of the session, the budget as a bar
- * with what remains, and a sparkline of the cost of each turn of the session.
+ * The cost meter: tokens of this turn, list cost of the turn and of the session (each with what the
+ * prompt cache saved, when it changed the bill), the budget as a bar with what remains, and a sparkline of
+ * the cost of each turn of the session.
  */
 
 import { formatUsd, fraction, parseMoney } from "../money";
@@ -20,10 +21,12 @@ export class CostMeter {
 
   update(state: TurnState): void {
     const u = state.turnUsage;
-    const session = state.sessionUsage ? parseMoney(state.sessionUsage.list_cost) : null;
+    const sessionUsage = state.sessionUsage;
+    const session = sessionUsage ? parseMoney(sessionUsage.list_cost) : null;
+    const sessionUncached = sessionUsage ? parseMoney(sessionUsage.uncached_cost ?? sessionUsage.list_cost) : null;
     const budget = state.budget ? parseMoney(state.budget.max_list_cost) : null;
     const history = (state.context?.turn_costs ?? []).map(parseMoney);
-    const signature = [u.input, u.output, u.cacheRead, u.cacheWrite, u.cost, session, budget, history.length].join("|");
+    const signature = [u.input, u.output, u.cacheRead, u.cacheWrite, u.cost, u.uncached, session, sessionUncached, budget, history.length].join("|");
     if (signature === this.signature) return;
     this.signature = signature;
     const tokens = h(
@@ -35,10 +38,25 @@ export class CostMeter {
       "span",
       { class: "ac-costs" },
       h("span", { class: "ac-turn-cost" }, `turn ${formatUsd(u.cost)}`),
+      cacheSaving("ac-turn-saving", u.cost, u.uncached),
       session === null ? null : h("span", { class: "ac-session-cost" }, ` · session ${formatUsd(session)}`),
+      session === null || sessionUncached === null ? null : cacheSaving("ac-session-saving", session, sessionUncached),
     );
     replaceChildren(this.el, tokens, costs, budgetBar(budget, session ?? u.cost), sparkline([...history, u.cost]));
   }
+}
+
+/** The kernel's `format_cache_saving`: nothing when the cache changed nothing. */
+export function cacheSavingText(cost: bigint, uncached: bigint): string | null {
+  const saved = uncached - cost;
+  if (saved === 0n) return null;
+  const more = saved > 0n ? `saved ${formatUsd(saved)} by cache` : `${formatUsd(-saved)} more for cache writes`;
+  return `uncached ${formatUsd(uncached)}, ${more}`;
+}
+
+function cacheSaving(cls: string, cost: bigint, uncached: bigint): HTMLElement | null {
+  const text = cacheSavingText(cost, uncached);
+  return text === null ? null : h("span", { class: `ac-cache-saving ${cls}` }, ` (${text})`);
 }
 
 function budgetBar(budget: bigint | null, spent: bigint): HTMLElement | null {
