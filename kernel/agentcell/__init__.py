@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .engine.result import TurnResult
     from .engine.stats import SessionStats
     from .engine.threads import ThreadInfo
+    from .engine.workflows import WorkflowItem, WorkflowRun, WorkflowStepResult
     from .errors import (
         AgentCellError,
         AgentNotFoundError,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
         TurnInterrupted,
         TurnSignal,
         UserError,
+        WorkflowPlanError,
     )
     from .events import Event, FileRubric, Outcome, StreamItem, TextBlock, TextRubric
     from .files import FilesAPI
@@ -76,6 +78,7 @@ if TYPE_CHECKING:
     from .records.model import ModelConfig
     from .records.resources import FileResource, GitRepository, MemoryStoreResource
     from .records.session import SessionRecord
+    from .records.workflow import WorkflowPlan
     from .sessions import Session
     from .sessions_api import SessionsAPI
     from .store import SQLiteStore, Store
@@ -180,6 +183,11 @@ _LAZY: dict[str, str] = {
     "UploadedFile": ".records.files",
     "Usage": ".usage",
     "UserError": ".errors",
+    "WorkflowItem": ".engine.workflows",
+    "WorkflowPlan": ".records.workflow",
+    "WorkflowPlanError": ".errors",
+    "WorkflowRun": ".engine.workflows",
+    "WorkflowStepResult": ".engine.workflows",
     "default_model": ".providers.defaults",
     "default_registry": ".tools.registry",
     "tool": ".tools.functions",
@@ -304,6 +312,11 @@ __all__ = [
     "UploadedFile",
     "Usage",
     "UserError",
+    "WorkflowItem",
+    "WorkflowPlan",
+    "WorkflowPlanError",
+    "WorkflowRun",
+    "WorkflowStepResult",
     "__version__",
     "default_model",
     "default_registry",

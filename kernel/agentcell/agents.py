@@ -66,11 +66,12 @@ class AgentsAPI:
                 f"the server tools ({names}) run on Anthropic's side; the model {agent.model.id!r} has none: "
                 "use a Claude model or remove them"
             )
-        for index, ref in enumerate(agent.multiagent.agents if agent.multiagent else []):
-            try:
-                self.get(ref.id, ref.version)
-            except (AgentNotFoundError, AgentVersionNotFoundError) as exc:
-                raise InvalidInputError(f"multiagent.agents[{index}]: {exc}") from None
+        for field in ("agents", "workflow_agents"):
+            for index, ref in enumerate(getattr(agent.multiagent, field) if agent.multiagent else []):
+                try:
+                    self.get(ref.id, ref.version)
+                except (AgentNotFoundError, AgentVersionNotFoundError) as exc:
+                    raise InvalidInputError(f"multiagent.{field}[{index}]: {exc}") from None
 
     def create(
         self,

@@ -5,6 +5,7 @@ Every error agentcell raises derives from :class:`AgentCellError`::
     AgentCellError
     ├── UserError                     the caller asked for something invalid; the message says what to do
     │   ├── InvalidInputError         a value failed validation (too long, wrong shape, out of range)
+    │   │   └── WorkflowPlanError     a workflow plan cannot run as given (names the step at fault)
     │   ├── NotFoundError
     │   │   ├── AgentNotFoundError
     │   │   ├── AgentVersionNotFoundError
@@ -72,6 +73,7 @@ __all__ = [
     "TurnInterrupted",
     "TurnSignal",
     "UserError",
+    "WorkflowPlanError",
 ]
 
 
@@ -85,6 +87,19 @@ class UserError(AgentCellError):
 
 class InvalidInputError(UserError, ValueError):
     """A value failed validation."""
+
+
+class WorkflowPlanError(InvalidInputError):
+    """A workflow plan cannot run as given: its shape, its graph, a template, an agent it names, or the
+    session's agent not being allowed to start runs. ``step_id`` names the step at fault (None: the plan)."""
+
+    def __init__(self, message: str, step_id: str | None = None) -> None:
+        super().__init__(f"step {step_id!r}: {message}" if step_id is not None else message)
+        self.step_id = step_id
+        self.problem = message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.problem, self.step_id))
 
 
 class NotFoundError(UserError, LookupError):

@@ -21,6 +21,8 @@ from pydantic import (
 )
 
 from .records.common import PermissionPreset
+from .records.envelope import EventEnvelope, ThreadId
+from .records.workflow_events import WorkflowEvent
 from .usage import Budget, Usage
 
 __all__ = [
@@ -113,23 +115,8 @@ class ImageBlock(_Model):
 ContentBlock: TypeAlias = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
 
 
-# ---------------------------------------------------------------------------------------------- envelope
-
-
-def _omit_none(value: object) -> bool:
-    return value is None
-
-
-ThreadId = Annotated[str | None, Field(default=None, exclude_if=_omit_none)]
-"""A thread's id; omitted from the wire (not null) for the session's primary thread, as seed 002 says."""
-
-
-class _EventBase(_Model):
-    id: str
-    created_at: datetime
-    session_id: str
-    thread_id: ThreadId = None
-    """The thread the event belongs to; omitted (``None`` here) for the session's primary thread."""
+class _EventBase(_Model, EventEnvelope):
+    """The envelope every event carries (``records/envelope.py``: id, created_at, session_id, thread_id)."""
 
 
 # ---------------------------------------------------------------------------------------------- user.*
@@ -550,7 +537,8 @@ Event: TypeAlias = Annotated[
     | SpanModelRequestStart
     | SpanModelRequestEnd
     | SpanOutcomeEvaluationStart
-    | SpanOutcomeEvaluationEnd,
+    | SpanOutcomeEvaluationEnd
+    | WorkflowEvent,
     Field(discriminator="type"),
 ]
 

@@ -16,7 +16,15 @@ from .deps import TurnDeps
 from .log import SessionLog
 from .outcomes import OutcomeSpec, define_event
 
-__all__ = ["CustomToolResult", "Input", "ToolChoice", "message_blocks", "opening_events", "tool_choices"]
+__all__ = [
+    "CustomToolResult",
+    "Input",
+    "ToolChoice",
+    "check_cell_id",
+    "message_blocks",
+    "opening_events",
+    "tool_choices",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +44,7 @@ ToolChoice = str | Sequence[str] | None
 
 def opening_events(log: SessionLog, deps: TurnDeps, message: Input, *, cell_id: str | None = None) -> list[Event]:
     """``cell_id``: the notebook cell the turn runs for (its earlier turn, if on the path, is replaced)."""
-    if cell_id is not None and (not isinstance(cell_id, str) or not cell_id.strip()):
-        raise InvalidInputError(f"a cell id is a non-empty string, not {cell_id!r}")
+    check_cell_id(cell_id)
     if isinstance(message, OutcomeSpec):
         return [define_event(log, deps, message).model_copy(update={"cell_id": cell_id})]
     if isinstance(message, CustomToolResult):
@@ -61,6 +68,11 @@ def opening_events(log: SessionLog, deps: TurnDeps, message: Input, *, cell_id: 
         )
         return [answer]
     return [log.make(UserMessage, content=message_blocks(message), cell_id=cell_id)]
+
+
+def check_cell_id(cell_id: object) -> None:
+    if cell_id is not None and (not isinstance(cell_id, str) or not cell_id.strip()):
+        raise InvalidInputError(f"a cell id is a non-empty string, not {cell_id!r}")
 
 
 def message_blocks(content: str | Sequence[ContentBlock]) -> list[ContentBlock]:
