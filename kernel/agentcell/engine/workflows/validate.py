@@ -210,6 +210,7 @@ def _parse(data: Mapping[str, Any]) -> WorkflowPlan:
 
 def _check_acyclic(plan: WorkflowPlan) -> None:
     deps = {s.id: s.depends_on for s in plan.steps}
+    order = list(deps)
     state: dict[str, int] = {}  # 1: on the path being walked, 2: done
     path: list[str] = []
 
@@ -218,8 +219,12 @@ def _check_acyclic(plan: WorkflowPlan) -> None:
         path.append(step_id)
         for dep in deps[step_id]:
             if state.get(dep) == 1:
-                cycle = [*path[path.index(dep) :], dep]
-                raise WorkflowPlanError(f"the steps {' → '.join(reversed(cycle))} form a cycle", step_id)
+                # In the direction work flows (a step after the ones it depends on), from the cycle's step
+                # that comes first in the plan: the one named.
+                flow = list(reversed(path[path.index(dep) :]))
+                first = min(flow, key=order.index)
+                flow = flow[flow.index(first) :] + flow[: flow.index(first)]
+                raise WorkflowPlanError(f"the steps {' → '.join([*flow, first])} form a cycle", first)
             if dep not in state:
                 visit(dep)
         path.pop()
