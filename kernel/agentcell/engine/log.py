@@ -195,6 +195,11 @@ class SessionLog:
             self._histories[thread_id] = history
         return history
 
+    def new_thread(self, thread_id: str) -> None:
+        """A thread begins now, so nothing in the store is its yet: its history is folded from its events
+        as they are emitted, rather than from the whole log at its first request."""
+        self._histories.setdefault(thread_id, History())
+
     def path(self) -> ActivePath:
         """The turns on the active path (see ``engine/path.py``)."""
         return ActivePath(self.events(types=PATH_EVENT_TYPES))

@@ -116,6 +116,7 @@ class StepThread:
             tool_use_id=self.tool_use_id,
             inline_agent=agent.model_dump(mode="json") if step.inline else None,
         )
+        log.new_thread(thread_id)
         log.emit(created)
         self._created_id = created.id
         content = [TextBlock(text=task)]
