@@ -101,6 +101,8 @@ class StepThread:
         self.tool_use_id = tool_use_id
         self._outcome: OutcomeLoop | None = None
         self._created_id: str | None = None
+        self._read: tuple[str, Usage] | None = None
+        """The last message and usage as ``_output`` read them, while nothing was emitted since."""
 
     async def run(self, task: str) -> ItemResult:
         log, step, thread_id = self.log, self.step, self.thread_id
@@ -166,7 +168,7 @@ class StepThread:
                 log.make(SessionError, thread_id=thread_id, error=ErrorInfo(type="unknown_error", message=message))
             )
             stop = ErrorStop(message=message)
-        final, usage = self._final_and_usage()
+        final, usage = self._final_and_usage() if self._read is None else self._read
         log.emit(log.make(SessionThreadStatusIdle, thread_id=thread_id, stop_reason=stop, usage=usage))
         if final:
             reply = [TextBlock(text=final)]
@@ -205,6 +207,7 @@ class StepThread:
         )
 
     def _ask_again(self, problem: str) -> None:
+        self._read = None
         text = f"{problem}. Reply again with only the JSON value that the schema accepts."
         self.log.emit(self.log.make(SystemMessage, thread_id=self.thread_id, content=[TextBlock(text=text)]))
 
@@ -224,7 +227,8 @@ class StepThread:
         return value, None
 
     def _last_message(self) -> str:
-        return self._final_and_usage()[0]
+        self._read = self._final_and_usage()
+        return self._read[0]
 
     def _final_and_usage(self) -> tuple[str, Usage]:
         """The thread's last message and the sum of its requests (read from the thread's creation on)."""

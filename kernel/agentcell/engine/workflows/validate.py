@@ -113,7 +113,8 @@ def check_plan(
         raise WorkflowPlanError(
             f"the session's agent {session_agent.name!r} may not start workflow runs: give the agent "
             "multiagent={'workflow_runs': True, 'workflow_agents': [...], 'workflow_inline_agents': True} and "
-            "start a new session (a session keeps the settings its agent had when it was created)"
+            "move the session to that version (session.update(agent_version=...)) or start a new one: a session "
+            "keeps the settings of the agent version it runs. In a notebook, %workflows on does both"
         )
     data = plan.model_dump(mode="json") if isinstance(plan, WorkflowPlan) else plan
     if not isinstance(data, Mapping):
