@@ -8,6 +8,7 @@ prints one clear line (IPython's UsageError), never a traceback.
 - :mod:`.threads` — ``%threads``
 - :mod:`.outcome` — ``%%outcome`` (its body, for the cell router)
 - :mod:`.steer` — ``%steer``
+- :mod:`.workflow` — ``%%workflow`` (its body, for the cell router) and ``%workflows``
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .replay import ReplayMagics
 from .session import SessionMagics
 from .steer import SteerMagics
 from .threads import ThreadMagics
+from .workflow import WorkflowMagics
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -38,6 +40,7 @@ GROUPS: tuple[type[MagicGroup], ...] = (
     ThreadMagics,
     OutcomeMagics,
     SteerMagics,
+    WorkflowMagics,
 )
 
 _ORDER = (
@@ -56,6 +59,8 @@ _ORDER = (
     "agent_cell",
     "threads",
     "outcome",
+    "workflow",
+    "workflows",
     "steer",
     "help",
 )
