@@ -84,6 +84,7 @@ class WorkflowStepResult:
     items: list[WorkflowItem] = field(default_factory=list)
     item_count: int | None = None
     error: str | None = None
+    item_by_index: dict[int | None, WorkflowItem] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def output(self) -> Any:
@@ -139,11 +140,14 @@ class WorkflowRun:
     plan: dict[str, Any] = field(default_factory=dict)
     started_at: datetime | None = None
     ended_at: datetime | None = None
+    step_by_id: dict[str, WorkflowStepResult] = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.step_by_id = {step.id: step for step in self.steps}
 
     def step(self, step_id: str) -> WorkflowStepResult:
-        for step in self.steps:
-            if step.id == step_id:
-                return step
+        if (found := self.step_by_id.get(step_id)) is not None:
+            return found
         raise KeyError(f"the run {self.id} has no step {step_id!r}; its steps: {', '.join(s.id for s in self.steps)}")
 
     @property
@@ -178,6 +182,10 @@ def fold_run(events: Iterable[Event]) -> WorkflowRun:
     return runs[0]
 
 
+def _order(item: WorkflowItem) -> int:
+    return -1 if item.index is None else item.index
+
+
 def _apply(run: WorkflowRun, event: Event) -> None:
     if isinstance(event, WorkflowRunCompleted | WorkflowRunFailed):
         run.usage, run.ran, run.reused, run.ended_at = event.usage, event.ran, event.reused, event.created_at
@@ -188,7 +196,7 @@ def _apply(run: WorkflowRun, event: Event) -> None:
         return
     if not isinstance(event, WorkflowRunStepStarted | WorkflowRunStepCompleted | WorkflowRunStepFailed):
         return
-    step = next((s for s in run.steps if s.id == event.step_id), None)
+    step = run.step_by_id.get(event.step_id)
     if step is None:
         return
     if event.items is not None:
@@ -197,11 +205,13 @@ def _apply(run: WorkflowRun, event: Event) -> None:
         step.error = event.error  # failed before any item ran
         step._settle()
         return
-    item = next((i for i in step.items if i.index == event.item), None)
+    item = step.item_by_index.get(event.item)
     if item is None:
         item = WorkflowItem(index=event.item, status="running")
+        step.item_by_index[event.item] = item
         step.items.append(item)
-        step.items.sort(key=lambda i: -1 if i.index is None else i.index)
+        if len(step.items) > 1 and _order(step.items[-2]) > _order(item):  # items mostly start in order
+            step.items.sort(key=_order)
     if isinstance(event, WorkflowRunStepStarted):
         item.thread_id, item.started_at = event.session_thread_id, event.created_at
     elif isinstance(event, WorkflowRunStepCompleted):

@@ -84,7 +84,7 @@ def start_event(
     check_cell_id(cell_id)
     checked = _check(log, deps, plan, inputs=inputs, max_concurrency=max_concurrency, budget=budget)
     data = plan.model_dump(mode="json", exclude_none=True) if isinstance(plan, WorkflowPlan) else dict(plan)
-    return log.make(
+    start = log.make(
         UserStartWorkflowRun,
         plan=data,
         inputs=dict(inputs or {}),
@@ -93,13 +93,36 @@ def start_event(
         resume=resume,
         cell_id=cell_id,
     )
+    _remember(start.id, log, deps, checked)
+    return start
+
+
+_CHECKED: dict[str, tuple[ResolvedMultiAgent | None, Agent, CheckedPlan]] = {}
+"""Plans checked by :func:`start_event`, by the id of the event, until its turn starts the run: a plan of many
+steps is not checked twice over a moment in which nothing changed. Bounded, for events whose turn never ran."""
+
+
+def _remember(event_id: str, log: SessionLog, deps: TurnDeps, checked: CheckedPlan) -> None:
+    while len(_CHECKED) >= 16:
+        del _CHECKED[next(iter(_CHECKED))]
+    _CHECKED[event_id] = (_settings(log, deps), log.agent, checked)
+
+
+def _recall(event_id: str, log: SessionLog, deps: TurnDeps) -> CheckedPlan | None:
+    """The plan as checked when its event was made, if the session's agent and settings are still the same."""
+    remembered = _CHECKED.pop(event_id, None)
+    if remembered is None:
+        return None
+    settings, agent, checked = remembered
+    return checked if settings == _settings(log, deps) and agent == log.agent else None
 
 
 async def run_started_by_user(log: SessionLog, deps: TurnDeps, start: UserStartWorkflowRun) -> StopReason:
     """The work of a turn the user opened with a run: the turn's stop reason says how the run ended."""
     try:
-        checked = _check(log, deps, start.plan, inputs=start.inputs, max_concurrency=start.max_concurrency,
-                         budget=start.budget)  # fmt: skip
+        checked = _recall(start.id, log, deps) or _check(
+            log, deps, start.plan, inputs=start.inputs, max_concurrency=start.max_concurrency, budget=start.budget
+        )
     except WorkflowPlanError as exc:  # checked when it was given; only a change of the session gets here
         log.emit(log.make(SessionError, error=ErrorInfo(type="invalid_request_error", message=str(exc))))
         return ErrorStop(message=str(exc))
