@@ -139,20 +139,32 @@ class WorkflowRunner:
             self._journal = Journal(log.events(types=JOURNAL_EVENT_TYPES))
         done: dict[str, _StepDone] = {}
         running: dict[asyncio.Task[_StepDone], str] = {}
+        # Each step waits for a count of dependencies; a completed step counts down its dependents, so the
+        # scheduler does work in proportion to the graph's edges, not to steps times completions.
+        waiting_on = {step.id: len(set(step.spec.depends_on)) for step in plan.steps}
+        dependents: dict[str, list[CheckedStep]] = {step.id: [] for step in plan.steps}
+        for step in plan.steps:
+            for dep in dict.fromkeys(step.spec.depends_on):
+                dependents[dep].append(step)
+        ready = [step for step in plan.steps if not waiting_on[step.id]]
         try:
             while True:
                 if self._stop is None:
-                    for step in plan.steps:
-                        if step.id in done or step.id in running.values():
-                            continue
-                        if all(dep in done and done[dep].ok for dep in step.spec.depends_on):
-                            task = asyncio.get_running_loop().create_task(self._step(step, done))
-                            running[task] = step.id
+                    for step in ready:
+                        running[asyncio.get_running_loop().create_task(self._step(step, done))] = step.id
+                    ready = []
                 if not running:
                     break
                 finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
                 for task in finished:
-                    done[running.pop(task)] = task.result()
+                    step_id = running.pop(task)
+                    done[step_id] = result = task.result()
+                    if not result.ok:
+                        continue  # what depends on it never starts
+                    for dependent in dependents[step_id]:
+                        waiting_on[dependent.id] -= 1
+                        if not waiting_on[dependent.id]:
+                            ready.append(dependent)
         except asyncio.CancelledError:
             for task in running:
                 task.cancel()
