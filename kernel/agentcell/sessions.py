@@ -34,7 +34,7 @@ from .engine.stats import SessionStats, session_stats
 from .engine.threads import ThreadInfo, thread_infos
 from .engine.turn import TurnSupervisor
 from .engine.updates import apply_update, terminate
-from .engine.workflows import WorkflowRun, start_event, workflow_runs
+from .engine.workflows import WorkflowRun, check_workflow_plan, start_event, workflow_runs
 from .engine.workflows.result import RUN_EVENT_TYPES
 from .errors import SessionBusyError, SessionTerminatedError, WorkflowPlanError
 from .events import (
@@ -309,6 +309,19 @@ class Session:
             errors = "; ".join(e.message for e in turn.errors) or turn.stop_reason.type
             raise WorkflowPlanError(f"the workflow run did not start: {errors}")
         return runs[-1]
+
+    def check_workflow(
+        self,
+        plan: Mapping[str, Any] | WorkflowPlan,
+        *,
+        inputs: Mapping[str, Any] | None = None,
+        max_concurrency: int | None = None,
+        budget: str | int | Decimal | Budget | None = None,
+    ) -> None:
+        """Check a plan as :meth:`run_workflow` would, without running it or appending anything: raises
+        WorkflowPlanError naming the step at fault."""
+        check_workflow_plan(self._log, self._deps(), plan, inputs=inputs, max_concurrency=max_concurrency,
+                            budget=budget)  # fmt: skip
 
     def run_workflow_sync(
         self,

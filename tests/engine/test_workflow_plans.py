@@ -146,13 +146,14 @@ async def test_an_invalid_plan_is_refused_naming_the_step(
     edit(plan)
     before = len(session.events())
     if not message:  # the case that is valid after all: checking passes (the run is not started here)
-        from agentcell.engine.workflows import check_plan
-
-        check_plan(plan, settings=session.record.multiagent, session_agent=session.agent,
-                   resolve_model=engine.providers.resolve)  # fmt: skip
+        session.check_workflow(plan)
+        assert len(session.events()) == before
         return
+    with pytest.raises(WorkflowPlanError) as checked:
+        session.check_workflow(plan)  # what a %%workflow cell asks before it shows a turn
     with pytest.raises(WorkflowPlanError) as raised:
         await session.run_workflow(plan)
+    assert str(checked.value) == str(raised.value)
     assert message in str(raised.value)
     assert raised.value.step_id == step_id
     if step_id is not None:

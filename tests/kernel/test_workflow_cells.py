@@ -45,6 +45,7 @@ def test_a_workflow_cell_runs_its_yaml_plan_as_a_turn_and_prints_the_run(kernel_
         refused = execute(kc, PLAN_YAML)
         assert refused.status == "error" and "may not start workflow runs" in refused.stderr
         assert "%workflows on does both" in refused.stderr
+        assert not refused.displays  # refused before the cell shows a turn
         assert "Traceback" not in refused.stderr
         assert (
             execute(kc, "%workflows").stdout.strip() == "workflows: off (`%workflows on` lets plans run); no runs yet"
@@ -90,6 +91,7 @@ def test_a_workflow_cell_runs_its_yaml_plan_as_a_turn_and_prints_the_run(kernel_
         ]:
             failed = execute(kc, bad)
             assert failed.status == "error" and message in failed.stderr, (bad, failed.stderr)
+            assert not failed.displays
             assert "Traceback" not in failed.stderr
         assert "%workflows [list | on [AGENT_ID…] | off]" in execute(kc, "%workflows sideways").stderr
         assert "%%workflow [max_concurrency=N]" in execute(kc, "%help").displays[0]["text/plain"]

@@ -274,6 +274,13 @@ class NotebookAgent:
     async def workflow(self, cell: WorkflowCell) -> WorkflowRun | None:
         """A ``%%workflow`` cell (the router sends it here through ``workflow_cell``): run the plan as one
         turn, rendered like a prose cell's; None when the turn was abandoned."""
+        from IPython.core.error import UsageError
+
+        try:  # a plan that cannot run is refused before the cell shows a turn
+            self.session.check_workflow(cell.plan, inputs=cell.inputs, max_concurrency=cell.options.get(
+                "max_concurrency"), budget=cell.options.get("budget"))  # fmt: skip
+        except UserError as exc:
+            raise UsageError(str(exc)) from None
         run: WorkflowRun | None = None
 
         async def turn(session: Session, cell_id: str | None) -> None:

@@ -33,7 +33,7 @@ from .result import WorkflowRun
 from .run import WorkflowRunner
 from .validate import CheckedPlan, check_plan
 
-__all__ = ["START_TOOL", "run_started_by_user", "start_event", "workflow_tools"]
+__all__ = ["START_TOOL", "check_workflow_plan", "run_started_by_user", "start_event", "workflow_tools"]
 
 START_TOOL = "start_workflow_run"
 
@@ -46,7 +46,7 @@ def _settings(log: SessionLog, deps: TurnDeps) -> ResolvedMultiAgent | None:
     return settings
 
 
-def _check(
+def check_workflow_plan(
     log: SessionLog,
     deps: TurnDeps,
     plan: Mapping[str, Any] | WorkflowPlan,
@@ -55,6 +55,7 @@ def _check(
     max_concurrency: int | None = None,
     budget: str | int | float | Decimal | Budget | None = None,
 ) -> CheckedPlan:
+    """The plan checked against the session as it is now (its agent's snapshotted settings, its models)."""
     return check_plan(
         plan,
         settings=_settings(log, deps),
@@ -82,7 +83,7 @@ def start_event(
 ) -> UserStartWorkflowRun:
     """The event that opens a user's run, once the plan checked; raises WorkflowPlanError (nothing appended)."""
     check_cell_id(cell_id)
-    checked = _check(log, deps, plan, inputs=inputs, max_concurrency=max_concurrency, budget=budget)
+    checked = check_workflow_plan(log, deps, plan, inputs=inputs, max_concurrency=max_concurrency, budget=budget)
     data = plan.model_dump(mode="json", exclude_none=True) if isinstance(plan, WorkflowPlan) else dict(plan)
     start = log.make(
         UserStartWorkflowRun,
@@ -120,7 +121,7 @@ def _recall(event_id: str, log: SessionLog, deps: TurnDeps) -> CheckedPlan | Non
 async def run_started_by_user(log: SessionLog, deps: TurnDeps, start: UserStartWorkflowRun) -> StopReason:
     """The work of a turn the user opened with a run: the turn's stop reason says how the run ended."""
     try:
-        checked = _recall(start.id, log, deps) or _check(
+        checked = _recall(start.id, log, deps) or check_workflow_plan(
             log, deps, start.plan, inputs=start.inputs, max_concurrency=start.max_concurrency, budget=start.budget
         )
     except WorkflowPlanError as exc:  # checked when it was given; only a change of the session gets here
@@ -156,7 +157,7 @@ def workflow_tools(log: SessionLog, deps: TurnDeps, agent: Agent) -> list[Sessio
         if inputs is not None and not isinstance(inputs, Mapping):
             return ToolResult.error("inputs is an object of names to values", "INVALID_INPUT")
         try:
-            checked = _check(log, deps, plan, inputs=inputs)
+            checked = check_workflow_plan(log, deps, plan, inputs=inputs)
         except WorkflowPlanError as exc:
             return ToolResult.error(f"the plan cannot run: {exc}", "INVALID_INPUT")
         run = await WorkflowRunner(log, deps, checked, parent_id=call.thread_id, tool_use_id=call.tool_use_id).run()
