@@ -160,6 +160,9 @@ async def test_a_run_ceiling_stops_the_run_before_it_spends_past_it(db_path: Pat
     assert 1 <= len(ran) < 11 and len(provider.requests) == len(ran)  # the refused request was never sent
     failed = run.step(run.failed_step)
     assert failed.status == "failed" and failed.items[0].error == "the budget cannot cover the step's next request"
+    said = [e for e in session.events() if isinstance(e, ev.SessionError) and e.thread_id == failed.items[0].thread_id]
+    assert said and said[0].error.message.startswith("the workflow run's budget cannot cover the next request")
+    assert "of the run's $0.15 is left" in said[0].error.message
     assert all(s.status == "pending" for s in run.steps[len(ran) + 1 :])
     started = next(e for e in session.events() if isinstance(e, wf.WorkflowRunStarted))
     assert started.budget is not None and started.budget.max_list_cost == ceiling
@@ -178,4 +181,6 @@ async def test_a_run_counts_toward_the_session_budget(db_path: Path, workspace: 
     assert run.status == "budget_reached"
     assert session.usage.list_cost == run.usage.list_cost and run.usage.list_cost <= Decimal("0.15")  # type: ignore[operator]
     assert len(provider.requests) == len([s for s in run.steps if s.status == "completed"])
+    said = [e for e in session.events() if isinstance(e, ev.SessionError)]
+    assert said and said[0].error.message.startswith("the budget cannot cover the next request")  # the session's
     await engine.aclose()
