@@ -95,7 +95,15 @@ def test_a_workflow_cell_runs_its_yaml_plan_as_a_turn_and_prints_the_run(kernel_
             assert "Traceback" not in failed.stderr
         assert "%workflows [list | on [AGENT_ID…] | off]" in execute(kc, "%workflows sideways").stderr
         assert "%%workflow [max_concurrency=N]" in execute(kc, "%help").displays[0]["text/plain"]
-        assert execute(kc, "%workflows off").stdout.strip() == "workflows off (agent v3)"
+        # %threads and %workflows each keep what the other set.
+        assert execute(kc, "%threads on").stdout.startswith("threads on")
+        assert execute(kc, "%workflows").stdout.startswith("workflows: on")
+        assert execute(kc, "%threads off").stdout.startswith("threads off")
+        assert execute(kc, "%workflows").stdout.startswith("workflows: on")
+        assert execute(kc, "%workflows off").stdout.strip() == "workflows off (agent v5)"
+        assert execute(kc, "%threads on").stdout.startswith("threads on")
+        assert execute(kc, "%workflows off").stdout.strip() == "workflows off (agent v6)"  # already off: no new version
+        assert execute(kc, "%threads").stdout.startswith("threads: on")
 
 
 def _wait_for(kc: BlockingKernelClient, db: str, event_type: str, count: int) -> None:
