@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .engine.result import TurnResult
     from .engine.stats import SessionStats
     from .engine.threads import ThreadInfo
+    from .engine.workflows import WorkflowItem, WorkflowRun, WorkflowStepResult
     from .errors import (
         AgentCellError,
         AgentNotFoundError,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
         TurnInterrupted,
         TurnSignal,
         UserError,
+        WorkflowPlanError,
     )
     from .events import Event, FileRubric, Outcome, StreamItem, TextBlock, TextRubric
     from .files import FilesAPI
@@ -78,6 +80,7 @@ if TYPE_CHECKING:
     from .records.resources import FileResource, GitRepository, MemoryStoreResource
     from .records.session import SessionRecord
     from .records.skill import PinnedSkill, Skill, SkillDiagnostic, SkillRef
+    from .records.workflow import WorkflowPlan
     from .sessions import Session
     from .sessions_api import SessionsAPI
     from .skills.api import SkillsAPI
@@ -189,6 +192,11 @@ _LAZY: dict[str, str] = {
     "UploadedFile": ".records.files",
     "Usage": ".usage",
     "UserError": ".errors",
+    "WorkflowItem": ".engine.workflows",
+    "WorkflowPlan": ".records.workflow",
+    "WorkflowPlanError": ".errors",
+    "WorkflowRun": ".engine.workflows",
+    "WorkflowStepResult": ".engine.workflows",
     "default_model": ".providers.defaults",
     "default_registry": ".tools.registry",
     "tool": ".tools.functions",
@@ -319,6 +327,11 @@ __all__ = [
     "UploadedFile",
     "Usage",
     "UserError",
+    "WorkflowItem",
+    "WorkflowPlan",
+    "WorkflowPlanError",
+    "WorkflowRun",
+    "WorkflowStepResult",
     "__version__",
     "default_model",
     "default_registry",

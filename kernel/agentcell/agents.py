@@ -75,11 +75,12 @@ class AgentsAPI:
                     f"skills[{index}]: no skill {skill.skill_id!r}{which} is stored; store a skill folder with "
                     "engine.skills.create(path) and name the id it returns"
                 )
-        for index, ref in enumerate(agent.multiagent.agents if agent.multiagent else []):
-            try:
-                self.get(ref.id, ref.version)
-            except (AgentNotFoundError, AgentVersionNotFoundError) as exc:
-                raise InvalidInputError(f"multiagent.agents[{index}]: {exc}") from None
+        for field in ("agents", "workflow_agents"):
+            for index, ref in enumerate(getattr(agent.multiagent, field) if agent.multiagent else []):
+                try:
+                    self.get(ref.id, ref.version)
+                except (AgentNotFoundError, AgentVersionNotFoundError) as exc:
+                    raise InvalidInputError(f"multiagent.{field}[{index}]: {exc}") from None
 
     def create(
         self,

@@ -6,6 +6,7 @@ Every error agentcell raises derives from :class:`AgentCellError`::
     ├── UserError                     the caller asked for something invalid; the message says what to do
     │   ├── InvalidInputError         a value failed validation (too long, wrong shape, out of range)
     │   │   └── SkillFormatError      a skill folder cannot be loaded (its diagnostics say where and why)
+    │   │   └── WorkflowPlanError     a workflow plan cannot run as given (names the step at fault)
     │   ├── NotFoundError
     │   │   ├── AgentNotFoundError
     │   │   ├── AgentVersionNotFoundError
@@ -74,6 +75,7 @@ __all__ = [
     "TurnInterrupted",
     "TurnSignal",
     "UserError",
+    "WorkflowPlanError",
 ]
 
 
@@ -99,6 +101,19 @@ class SkillFormatError(InvalidInputError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (str(self), self.diagnostics))
+
+
+class WorkflowPlanError(InvalidInputError):
+    """A workflow plan cannot run as given: its shape, its graph, a template, an agent it names, or the
+    session's agent not being allowed to start runs. ``step_id`` names the step at fault (None: the plan)."""
+
+    def __init__(self, message: str, step_id: str | None = None) -> None:
+        super().__init__(f"step {step_id!r}: {message}" if step_id is not None else message)
+        self.step_id = step_id
+        self.problem = message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.problem, self.step_id))
 
 
 class NotFoundError(UserError, LookupError):

@@ -21,7 +21,10 @@ from pydantic import (
 )
 
 from .records.common import PermissionPreset
+from .records.envelope import EventEnvelope, ThreadId
 from .records.skill import PinnedSkill
+from .records.stop import BudgetReached, EndTurn, ErrorStop, Interrupted, MaxTurns, RequiresAction, StopReason
+from .records.workflow_events import WorkflowEvent
 from .usage import Budget, Usage
 
 __all__ = [
@@ -115,23 +118,8 @@ class ImageBlock(_Model):
 ContentBlock: TypeAlias = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
 
 
-# ---------------------------------------------------------------------------------------------- envelope
-
-
-def _omit_none(value: object) -> bool:
-    return value is None
-
-
-ThreadId = Annotated[str | None, Field(default=None, exclude_if=_omit_none)]
-"""A thread's id; omitted from the wire (not null) for the session's primary thread, as seed 002 says."""
-
-
-class _EventBase(_Model):
-    id: str
-    created_at: datetime
-    session_id: str
-    thread_id: ThreadId = None
-    """The thread the event belongs to; omitted (``None`` here) for the session's primary thread."""
+class _EventBase(_Model, EventEnvelope):
+    """The envelope every event carries (``records/envelope.py``: id, created_at, session_id, thread_id)."""
 
 
 # ---------------------------------------------------------------------------------------------- user.*
@@ -294,39 +282,6 @@ class AgentThreadMessageReceived(_EventBase):
 
 
 # ---------------------------------------------------------------------------------------------- session.*
-
-
-class EndTurn(_Model):
-    type: Literal["end_turn"] = "end_turn"
-
-
-class RequiresAction(_Model):
-    type: Literal["requires_action"] = "requires_action"
-    event_ids: list[str]
-    """The events waiting for an answer (``agent.custom_tool_use`` or tool uses awaiting confirmation)."""
-
-
-class BudgetReached(_Model):
-    type: Literal["budget_reached"] = "budget_reached"
-
-
-class MaxTurns(_Model):
-    type: Literal["max_turns"] = "max_turns"
-
-
-class Interrupted(_Model):
-    type: Literal["interrupted"] = "interrupted"
-
-
-class ErrorStop(_Model):
-    type: Literal["error"] = "error"
-    message: str
-
-
-StopReason: TypeAlias = Annotated[
-    EndTurn | RequiresAction | BudgetReached | MaxTurns | Interrupted | ErrorStop,
-    Field(discriminator="type"),
-]
 
 
 class SessionStatusRunning(_EventBase):
@@ -572,7 +527,8 @@ Event: TypeAlias = Annotated[
     | SpanModelRequestStart
     | SpanModelRequestEnd
     | SpanOutcomeEvaluationStart
-    | SpanOutcomeEvaluationEnd,
+    | SpanOutcomeEvaluationEnd
+    | WorkflowEvent,
     Field(discriminator="type"),
 ]
 

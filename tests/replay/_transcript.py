@@ -108,7 +108,7 @@ def recorded_response(entry: Entry) -> dict[str, Any]:
         elif part.type == "tool_call":
             blocks.append(["tool_call", part.id, part.name, part.input])
     usage = json.loads(response.usage.model_dump_json())
-    usage.pop("list_cost", None)
+    usage.pop("list_cost", None)  # absent from a stream that does not price its usage (recorded since f391e36)
     return {"blocks": _blind(blocks), "usage": usage, "list_cost": str(entry.list_cost), "stop": response.stop_reason}
 
 

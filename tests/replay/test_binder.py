@@ -72,7 +72,16 @@ def test_binder_build_then_every_notebook_replays_its_recording_with_no_key(tmp_
         folder.mkdir()
     _copy_repository(repo)
     notebooks = sorted((repo / "notebooks").glob("*.ipynb"))
-    gallery = ("quickstart", "tools_and_approvals", "budget_and_cost", "outcomes", "threads", "mcp", "skills")
+    gallery = (
+        "quickstart",
+        "tools_and_approvals",
+        "budget_and_cost",
+        "outcomes",
+        "threads",
+        "mcp",
+        "skills",
+        "workflows",
+    )
     assert {p.name for p in notebooks} >= {f"{name}.ipynb" for name in gallery}
 
     base = {

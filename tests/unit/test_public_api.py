@@ -71,7 +71,7 @@ def _sample(cls: type[BaseException]) -> BaseException:
     if [p.name for p in parameters] == ["args", "kwargs"]:
         return cls("a message that says what to do")
     values = {"agent_id": "agent_1", "session_id": "sesn_1", "version": 3, "latest": 2, "path": "/x.db"}
-    values |= {"found": 9, "supported": 2, "message": "it failed", "key_env": "ANTHROPIC_API_KEY"}
+    values |= {"found": 9, "supported": 2, "message": "it failed", "key_env": "ANTHROPIC_API_KEY", "step_id": "draft"}
     values |= {"diagnostics": ["SKILL.md:2: error: no name"]}
     args = [values[p.name] for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD]
     kwargs: dict[str, object] = {}

@@ -17,6 +17,7 @@ from .._format import format_usd
 from ..errors import BudgetExhaustedError, InvalidInputError
 from ..providers.base import ModelRequest, Provider
 from ..usage import InputBilling, Pricing, flat_pricing, worst_case_cost
+from .ceiling import SPEND_CEILING
 from .log import SessionLog
 
 if TYPE_CHECKING:
@@ -108,12 +109,21 @@ async def fit_request(
         shortened = request.model_copy(update={"settings": request.settings.model_copy(update={"max_tokens": fits})})
         return RequestPlan(shortened, worst_case_cost(pricing, bound, fits, billing), shortened_from=max_tokens)
     least = worst_case_cost(pricing, bound, minimum, billing)
-    budget = log.budget
+    cost = (
+        f"even with {minimum:,} output tokens it may cost up to {format_usd(least)} at list price ({bound:,} input "
+        f"tokens; {format_usd(worst)} with the full {max_tokens:,})"
+    )
+    budget, ceiling = log.budget, SPEND_CEILING.get()
+    if ceiling is not None and (budget is None or ceiling.room() <= room):
+        raise BudgetExhaustedError(
+            f"the workflow run's budget cannot cover the next request: {cost}, and {format_usd(room)} of the "
+            f"run's {format_usd(ceiling.cap)} is left. Raise the run's budget (the plan's budget, or "
+            "run_workflow(budget=...)) or lower the model's max_tokens."
+        )
     assert budget is not None
     raise BudgetExhaustedError(
-        f"the budget cannot cover the next request: even with {minimum:,} output tokens it may cost up to "
-        f"{format_usd(least)} at list price ({bound:,} input tokens; {format_usd(worst)} with the full "
-        f"{max_tokens:,}), and {format_usd(room)} of the {format_usd(budget.max_list_cost)} budget is left. "
+        f"the budget cannot cover the next request: {cost}, and {format_usd(room)} of the "
+        f"{format_usd(budget.max_list_cost)} budget is left. "
         "Raise the budget (%budget in a notebook, session.update(budget=...)) or lower the model's max_tokens."
     )
 

@@ -7,6 +7,7 @@ history sent to a provider is always well formed.
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 from ..events import (
@@ -38,6 +39,7 @@ from ..providers.base import (
     ToolCallPart,
     ToolResultPart,
 )
+from ..records.workflow_events import WorkflowRunCompleted, WorkflowRunFailed
 
 __all__ = ["HISTORY_EVENT_TYPES", "UNANSWERED_TOOL_CALL", "History", "outcome_task"]
 
@@ -54,8 +56,12 @@ HISTORY_EVENT_TYPES = (
     "agent.server_tool_result",
     "user.define_outcome",
     "agent.thread_message_received",
+    "user.start_workflow_run",
+    "workflow_run.completed",
+    "workflow_run.failed",
 )
-"""The event types that shape the history; the rest (spans, usage, status) never do."""
+"""The event types that shape the history (a run the user started opens a turn and leaves its result);
+the rest (spans, usage, status) never do."""
 
 UNANSWERED_TOOL_CALL = "the tool call was not answered (the turn was interrupted before it finished)"
 
@@ -72,6 +78,9 @@ class History:
                 self._user([_user_part(block) for block in event.content])
             case UserDefineOutcome():
                 self._user([TextPart(text=outcome_task(event))])
+            case WorkflowRunCompleted() | WorkflowRunFailed() if event.tool_use_id is None:
+                # A run the user started: the agent learns what it produced (its steps stay in their threads).
+                self._user([TextPart(text=run_note(event))])
             case SystemMessage():
                 self._user([TextPart(text=f"[system] {block.text}") for block in event.content])
             case AgentThinking():
@@ -152,6 +161,15 @@ def outcome_task(event: UserDefineOutcome) -> str:
         f"Produce this outcome: {event.description}\n\n"
         f"When you finish, a grader checks your work against a rubric and may ask you to revise it. {rubric}"
     )
+
+
+def run_note(event: WorkflowRunCompleted | WorkflowRunFailed) -> str:
+    """How a run the user started reads to the agent afterwards: its name and its final output, or why it
+    did not complete."""
+    if isinstance(event, WorkflowRunCompleted):
+        output = event.output if isinstance(event.output, str) else json.dumps(event.output, ensure_ascii=False)
+        return f"[The user ran the workflow {event.name!r}; it completed. Its output:]\n{output}"
+    return f"[The user ran the workflow {event.name!r}; it ended {event.status}: {event.error}]"
 
 
 def _user_part(block: TextBlock | ImageBlock) -> Part:

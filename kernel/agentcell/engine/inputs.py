@@ -17,7 +17,15 @@ from .log import SessionLog
 from .outcomes import OutcomeSpec, define_event
 from .skills import session_skills
 
-__all__ = ["CustomToolResult", "Input", "ToolChoice", "message_blocks", "opening_events", "tool_choices"]
+__all__ = [
+    "CustomToolResult",
+    "Input",
+    "ToolChoice",
+    "check_cell_id",
+    "message_blocks",
+    "opening_events",
+    "tool_choices",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,8 +48,7 @@ def opening_events(
 ) -> list[Event]:
     """``cell_id``: the notebook cell the turn runs for (its earlier turn, if on the path, is replaced);
     ``skills``: the session's skills to activate before the model's first request (with a message only)."""
-    if cell_id is not None and (not isinstance(cell_id, str) or not cell_id.strip()):
-        raise InvalidInputError(f"a cell id is a non-empty string, not {cell_id!r}")
+    check_cell_id(cell_id)
     if skills:
         _check_skills(log, message, skills)
     if isinstance(message, OutcomeSpec):
@@ -77,6 +84,11 @@ def _check_skills(log: SessionLog, message: Input, skills: Sequence[str]) -> Non
         if name not in names:
             have = ", ".join(names) or "none (attach one with engine.skills.create and the agent's skills)"
             raise InvalidInputError(f"no skill named {name!r} in this session; its skills: {have}")
+
+
+def check_cell_id(cell_id: object) -> None:
+    if cell_id is not None and (not isinstance(cell_id, str) or not cell_id.strip()):
+        raise InvalidInputError(f"a cell id is a non-empty string, not {cell_id!r}")
 
 
 def message_blocks(content: str | Sequence[ContentBlock]) -> list[ContentBlock]:

@@ -41,6 +41,7 @@ from ..records.session import SessionRecord
 from ..store.base import Store
 from ..usage import Budget, Usage
 from .cache_watch import CacheWatch
+from .ceiling import SPEND_CEILING
 from .deps import AgentSource
 from .history import HISTORY_EVENT_TYPES, History
 from .path import PATH_EVENT_TYPES, ActivePath, on_path
@@ -197,6 +198,11 @@ class SessionLog:
             self._histories[thread_id] = history
         return history
 
+    def new_thread(self, thread_id: str) -> None:
+        """A thread begins now, so nothing in the store is its yet: its history is folded from its events
+        as they are emitted, rather than from the whole log at its first request."""
+        self._histories.setdefault(thread_id, History())
+
     def path(self) -> ActivePath:
         """The turns on the active path (see ``engine/path.py``)."""
         return ActivePath(self.events(types=PATH_EVENT_TYPES))
@@ -209,8 +215,12 @@ class SessionLog:
 
     @property
     def outcome(self) -> Outcome | None:
-        """The latest outcome's state; None when none was defined."""
+        """The latest outcome's state in the primary thread (a workflow step's is its thread's); None when none
+        was defined."""
         last = self.last_event("session.outcome_updated")
+        if last is not None and last.thread_id is not None:
+            primary = (e for e in self.events(types=("session.outcome_updated",)) if e.thread_id is None)
+            last = next(iter(reversed(list(primary))), None)
         return last.outcome if isinstance(last, SessionOutcomeUpdated) else None
 
     def pending_custom_tool_uses(self) -> set[str]:
@@ -237,24 +247,33 @@ class SessionLog:
 
     def add_usage(self, usage: Usage, *, thread_id: str | None = None) -> None:
         self._usage = self.usage + usage
+        if (ceiling := SPEND_CEILING.get()) is not None:
+            ceiling.add(usage.spent)
         self.emit(self.make(SessionUsageEvent, thread_id=thread_id, usage=self._usage, budget=self.budget))
 
     def reserve_budget(self, worst_case: Decimal) -> bool:
-        """Hold ``worst_case`` of the budget for a request; False when it does not fit what remains."""
+        """Hold ``worst_case`` of the budget for a request; False when it does not fit what remains (of the
+        session's budget, or of the ceiling of the workflow run the request is made for)."""
         budget = self.budget
+        ceiling = SPEND_CEILING.get()
         with self._lock:
             if budget is not None and self.usage.spent + self._reserved + worst_case > budget.max_list_cost:
+                return False
+            if ceiling is not None and not ceiling.reserve(worst_case):
                 return False
             self._reserved += worst_case
             return True
 
     def budget_room(self) -> Decimal | None:
-        """What remains of the budget once the requests in flight are held; None without a budget."""
+        """What remains of the budget once the requests in flight are held (the lesser of the session's and
+        the ceiling's of the workflow run the request is made for); None without either."""
         budget = self.budget
-        if budget is None:
-            return None
+        ceiling = SPEND_CEILING.get()
         with self._lock:
-            return budget.max_list_cost - self.usage.spent - self._reserved
+            room = None if budget is None else budget.max_list_cost - self.usage.spent - self._reserved
+            if ceiling is not None:
+                room = ceiling.room() if room is None else min(room, ceiling.room())
+            return room
 
     @property
     def reserved(self) -> Decimal:
@@ -270,6 +289,8 @@ class SessionLog:
     def release_budget(self, worst_case: Decimal) -> None:
         with self._lock:
             self._reserved -= worst_case
+            if (ceiling := SPEND_CEILING.get()) is not None:
+                ceiling.release(worst_case)
             waiting, self._settling = self._settling, []
         for waiter in waiting:
             if not waiter.done():

@@ -53,6 +53,7 @@ from ..events import (
 )
 from ..ids import new_id
 from ..providers.base import Message, ModelConfig, ModelResponse, TextPart, ToolSchema
+from ..records.agent import Agent
 from ..records.common import utc_now
 from ..usage import Usage
 from .deps import TurnDeps
@@ -152,11 +153,17 @@ def _read_rubric_file(root: Path, path: str) -> str:
 class OutcomeLoop:
     """Drives one outcome through its revision cycles (see the module docstring)."""
 
-    def __init__(self, log: SessionLog, deps: TurnDeps, define: UserDefineOutcome) -> None:
+    def __init__(
+        self, log: SessionLog, deps: TurnDeps, define: UserDefineOutcome, *, agent: Agent | None = None
+    ) -> None:
+        """``define`` in a spawned thread (a workflow step's outcome) drives that thread, whose agent is
+        ``agent``: its events, its grading request and its revision feedback carry the thread's id."""
         self.log = log
         self.deps = deps
         self.define = define
-        latest = log.outcome
+        self.thread_id = define.thread_id
+        self._agent = agent
+        latest = log.outcome if self.thread_id is None else None
         if latest is not None and latest.outcome_id == define.outcome_id:
             self.state = latest
         else:
@@ -175,7 +182,11 @@ class OutcomeLoop:
         if state is None or state.terminal:
             return None
         define = next(
-            (e for e in reversed(list(log.events(types=("user.define_outcome",)))) if isinstance(e, UserDefineOutcome)),
+            (
+                e
+                for e in reversed(list(log.events(types=("user.define_outcome",))))
+                if isinstance(e, UserDefineOutcome) and e.thread_id is None
+            ),
             None,
         )
         if define is None or define.outcome_id != state.outcome_id:
@@ -184,7 +195,7 @@ class OutcomeLoop:
 
     def _update(self, **changes: Any) -> None:
         self.state = self.state.model_copy(update=changes)
-        self.log.emit(self.log.make(SessionOutcomeUpdated, outcome=self.state))
+        self.log.emit(self.log.make(SessionOutcomeUpdated, thread_id=self.thread_id, outcome=self.state))
 
     def _finish(self, status: str, explanation: str | None) -> None:
         changes: dict[str, Any] = {"status": status, "completed_at": utc_now()}
@@ -255,7 +266,10 @@ class OutcomeLoop:
         log = self.log
         self._update(status="evaluating")
         self._evaluation = log.make(
-            SpanOutcomeEvaluationStart, outcome_id=self.state.outcome_id, iteration=self.state.iteration
+            SpanOutcomeEvaluationStart,
+            thread_id=self.thread_id,
+            outcome_id=self.state.outcome_id,
+            iteration=self.state.iteration,
         )
         log.emit(self._evaluation)
         rubric = self._rubric()
@@ -268,7 +282,8 @@ class OutcomeLoop:
             f"The agent's work in revision cycle {self.state.iteration} (counted from 0):\n{self._work()}\n\n"
             "Grade the work against the rubric and call submit_verdict."
         )
-        model = ModelConfig(id=self.define.grader_model) if self.define.grader_model else log.agent.model
+        worker = self._agent or log.agent
+        model = ModelConfig(id=self.define.grader_model) if self.define.grader_model else worker.model
         settings = {
             "tool_choice": VERDICT_TOOL.name,
             # A forced tool call cannot be combined with extended thinking; the verdict is short.
@@ -276,7 +291,7 @@ class OutcomeLoop:
             "max_tokens": max(GRADER_MAX_TOKENS, model.max_tokens or 0),
             "temperature": 0,
         }
-        response = await TurnRunner(log, self.deps).request_once(
+        response = await TurnRunner(log, self.deps, self.thread_id).request_once(
             model,
             system=GRADER_SYSTEM,
             messages=[Message(role="user", content=[TextPart(text=prompt)])],
@@ -295,7 +310,7 @@ class OutcomeLoop:
             return None
 
     def _work(self) -> str:
-        """The primary thread's events of this cycle, as text: since the cycle's ``running`` update."""
+        """The working thread's events of this cycle, as text: since the cycle's ``running`` update."""
         events = list(self.log.events())
         start = 0
         for index, event in enumerate(events):
@@ -305,19 +320,19 @@ class OutcomeLoop:
                 and event.outcome.status == "running"
             ):
                 start = index
-        lines = [_describe(e) for e in events[start:] if e.thread_id is None]
+        lines = [_describe(e) for e in events[start:] if e.thread_id == self.thread_id]
         text = "\n".join(line for line in lines if line)
         if len(text) > MAX_WORK_CHARS:
             text = "[... earlier work cut ...]\n" + text[-MAX_WORK_CHARS:]
         return text or "(the agent produced nothing)"
 
     def _evaluation_usage(self) -> Usage:
-        """The grader's usage: the requests of the primary thread since the evaluation began."""
+        """The grader's usage: the requests of the working thread since the evaluation began."""
         if self._evaluation is None:
             return Usage()
         total = Usage()
         for event in self.log.events(types=("span.model_request_end",), after_id=self._evaluation.id):
-            if isinstance(event, SpanModelRequestEnd) and event.thread_id is None:
+            if isinstance(event, SpanModelRequestEnd) and event.thread_id == self.thread_id:
                 total = total + event.model_usage
         return total
 
@@ -328,6 +343,7 @@ class OutcomeLoop:
         self.log.emit(
             self.log.make(
                 SpanOutcomeEvaluationEnd,
+                thread_id=self.thread_id,
                 outcome_evaluation_start_id=start.id,
                 outcome_id=start.outcome_id,
                 iteration=start.iteration,
@@ -343,7 +359,7 @@ class OutcomeLoop:
             f"The grader checked your work against the rubric: it needs revision. {explanation}\n\n"
             f"Revise the work (revision cycle {cycle} of at most {self.state.max_iterations - 1})."
         )
-        self.log.emit(self.log.make(SystemMessage, content=[TextBlock(text=text)]))
+        self.log.emit(self.log.make(SystemMessage, thread_id=self.thread_id, content=[TextBlock(text=text)]))
 
 
 def parse_verdict(response: ModelResponse) -> Verdict:

@@ -1,11 +1,12 @@
 """The active path: the turns the model sees, in a log that keeps every turn.
 
-A turn opens with a ``user.message`` (not steered guidance) or a ``user.define_outcome`` of the primary
-thread; everything after it, until the next opening, belongs to it (its tool calls, its threads, the answer
-to a custom tool it paused for). A ``session.turns_superseded`` takes turns off the path: when a notebook
-cell is run again, its earlier turn and every later turn on the path leave it (so re-running the last cell
-regenerates it, re-running an earlier one branches from there, and Run All gives the same conversation each
-time); a turn refused before any request, or failed before the model showed anything, leaves it too.
+A turn opens with a ``user.message`` (not steered guidance), a ``user.define_outcome`` or a
+``user.start_workflow_run`` of the primary thread; everything after it, until the next opening, belongs to
+it (its tool calls, its threads, the answer to a custom tool it paused for). A ``session.turns_superseded``
+takes turns off the path: when a notebook cell is run again, its earlier turn and every later turn on the
+path leave it (so re-running the last cell regenerates it, re-running an earlier one branches from there,
+and Run All gives the same conversation each time); a turn refused before any request, or failed before the
+model showed anything, leaves it too.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from ..events import (
     UserDefineOutcome,
     UserMessage,
 )
+from ..records.workflow_events import UserStartWorkflowRun
 
 __all__ = ["PATH_EVENT_TYPES", "ActivePath", "TurnRef", "is_opening", "on_path"]
 
-PATH_EVENT_TYPES = ("user.message", "user.define_outcome", "session.turns_superseded")
+PATH_EVENT_TYPES = ("user.message", "user.define_outcome", "user.start_workflow_run", "session.turns_superseded")
 """The event types the path is folded from."""
 
 
@@ -32,7 +34,7 @@ def is_opening(event: Event) -> bool:
     """Whether ``event`` opens a turn."""
     if isinstance(event, UserMessage):
         return event.thread_id is None and not event.steered
-    return isinstance(event, UserDefineOutcome) and event.thread_id is None
+    return isinstance(event, UserDefineOutcome | UserStartWorkflowRun) and event.thread_id is None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +55,7 @@ class ActivePath:
 
     def apply(self, event: Event) -> None:
         if is_opening(event):
-            cell = event.cell_id if isinstance(event, UserMessage | UserDefineOutcome) else None
+            cell = event.cell_id if isinstance(event, UserMessage | UserDefineOutcome | UserStartWorkflowRun) else None
             self._turns.append(TurnRef(event.id, cell))
         elif isinstance(event, SessionTurnsSuperseded):
             self.superseded.update(event.turn_ids)

@@ -39,8 +39,9 @@ class TurnResult:
 
     @property
     def outcome(self) -> Outcome | None:
-        """The state of the outcome the turn worked on, at its end; None when it worked on none."""
-        updates = [e.outcome for e in self.events if isinstance(e, SessionOutcomeUpdated)]
+        """The state of the outcome the turn worked on, at its end; None when it worked on none (a workflow
+        step's outcome is its run's, see ``WorkflowRun``)."""
+        updates = [e.outcome for e in self.events if isinstance(e, SessionOutcomeUpdated) and e.thread_id is None]
         return updates[-1] if updates else None
 
     @property

@@ -84,10 +84,12 @@ class TurnRunner:
         agent: Agent | None = None,
         tools: Sequence[SessionTool] = (),
         awaiting_client: Callable[[], list[str]] | None = None,
+        max_turns: int | None = None,
     ) -> None:
         """``agent`` runs a spawned thread on an agent other than the session's (which may change between
         requests, when the session pins another version); ``tools`` are the engine's own tools offered;
-        ``awaiting_client`` lists the custom tool uses its spawned threads stopped for (the coordinator's)."""
+        ``awaiting_client`` lists the custom tool uses its spawned threads stopped for (the coordinator's);
+        ``max_turns`` replaces the session's limit of requests (a workflow step's own)."""
         self.log = log
         self.deps = deps
         self.thread_id = thread_id
@@ -101,6 +103,7 @@ class TurnRunner:
         self._custom_pending: list[str] = []
         self._awaiting_client = awaiting_client
         self._waiting_on_threads = False
+        self._max_turns = max_turns
 
     @property
     def scope(self) -> str:
@@ -124,7 +127,7 @@ class TurnRunner:
 
     async def _loop(self) -> StopReason:
         log = self.log
-        for _ in range(log.record.max_turns):
+        for _ in range(self._max_turns or log.record.max_turns):
             self._deliver_steering()
             agent = self.agent
             resolved = self.deps.resolve_model(agent.model)

@@ -44,6 +44,7 @@ from ..events import (
     UserInterrupt,
     is_preview,
 )
+from ..records.workflow_events import UserStartWorkflowRun
 from ..store.base import Lease
 from ..tools.base import ToolResult
 from .advisor import advisor_tools
@@ -58,6 +59,7 @@ from .result import TurnResult
 from .runner import TurnRunner
 from .skills import activate_requested, pin_repository_skills, requested_skills, skill_tools
 from .threads import WAIT_TOOL, ThreadManager, thread_result
+from .workflows import run_started_by_user, workflow_tools
 
 __all__ = ["ActiveTurn", "TurnSupervisor"]
 
@@ -115,8 +117,14 @@ class TurnSupervisor:
 
     @staticmethod
     def engine_tools(log: SessionLog, deps: TurnDeps, threads: ThreadManager) -> list[SessionTool]:
-        """The engine's own tools for the primary thread: spawning threads, the advisor, the skills."""
-        return [*threads.tools(log.agent), *advisor_tools(log, deps, log.agent), *skill_tools(log, deps, log.agent)]
+        """The engine's own tools for the primary thread: spawning threads, the advisor, the skills, starting
+        workflow runs."""
+        return [
+            *threads.tools(log.agent),
+            *advisor_tools(log, deps, log.agent),
+            *skill_tools(log, deps, log.agent),
+            *workflow_tools(log, deps, log.agent),
+        ]
 
     def offered_tool_names(self, deps: TurnDeps) -> list[str]:
         """The tools the model is offered at the next turn: the host's, the agent's custom tools, and the
@@ -254,6 +262,8 @@ class TurnSupervisor:
         except ResourceMountError as exc:
             log.emit(log.make(SessionError, error=ErrorInfo(type="resource_mount_error", message=str(exc))))
             return ErrorStop(message=str(exc))
+        if isinstance(first, UserStartWorkflowRun):
+            return await run_started_by_user(log, deps, first)
         tools = self.engine_tools(log, deps, threads)
         choices = [tool_choices]
 

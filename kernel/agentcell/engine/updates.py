@@ -56,6 +56,8 @@ def resolve_multiagent(agent: Agent, agents: AgentSource) -> ResolvedMultiAgent 
         agents=[agents.get(ref.id, ref.version) for ref in (settings.agents if settings else [])],
         advisor=agent.advisor is not None,
         workflow_runs=settings is not None and settings.workflow_runs,
+        workflow_inline_agents=settings is not None and settings.workflow_inline_agents,
+        workflow_agents=[agents.get(ref.id, ref.version) for ref in (settings.workflow_agents if settings else [])],
     )
 
 

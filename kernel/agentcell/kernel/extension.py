@@ -33,6 +33,11 @@ def load(shell: InteractiveShell, *, prose_is_agent: bool = False) -> NotebookAg
     shell.push({HOST_NAME: host}, interactive=False)  # pushed non-interactively: hidden from %who
     register_magics(shell, host)
     _install_router(shell, prose_is_agent=prose_is_agent)
+    # ipykernel reads the shell's last traceback after a failed cell, but sets it only in run_cell, not in
+    # run_cell_async (which awaited cells take): a routed cell's mistake as the kernel's first error would
+    # fail the reply with an AttributeError and leave the client waiting.
+    if not hasattr(shell, "_last_traceback"):
+        shell._last_traceback = None  # type: ignore[attr-defined]
     return host
 
 

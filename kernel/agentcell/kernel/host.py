@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import threading
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,9 +29,11 @@ if TYPE_CHECKING:
 
     from ..core import Engine
     from ..engine.outcomes import OutcomeSpec
+    from ..engine.workflows import WorkflowRun
     from ..records.agent import Agent
     from ..render.renderer import RendererFactory, TurnRenderer
     from ..sessions import Session, TurnResult
+    from .magics.workflow import WorkflowCell
 
 __all__ = ["DEFAULT_SYSTEM", "AgentCell", "NotebookAgent"]
 
@@ -274,10 +277,52 @@ class NotebookAgent:
         await run_outcome_cell(self, line, body)
 
     async def ask(self, text: str | OutcomeSpec) -> None:
-        """Run one turn for a prose cell, streaming into the cell's output."""
+        """Run one turn for a prose cell, streaming into the cell's output; a turn that ended in an error
+        fails the cell."""
+        from ..events import ErrorStop
+
+        tool_choice, self.next_tool_choice = self.next_tool_choice, ()
+
+        async def turn(session: Session, cell_id: str | None) -> None:
+            skills: list[str] = []
+            if isinstance(text, str):  # `/name` (or `$name`) of one of its skills at the start: activate it
+                from ..skills.attach import leading_skills, session_pins
+
+                skills = leading_skills(text, [p.name for p in session_pins(session)])
+            self.last = await session.ask(text, tool_choice=tool_choice, cell_id=cell_id, skills=skills)
+
+        await self._rendered(turn)
+        if self.last is not None and isinstance(self.last.stop_reason, ErrorStop):
+            raise TurnError(self.last.stop_reason.message)
+
+    async def workflow(self, cell: WorkflowCell) -> WorkflowRun | None:
+        """A ``%%workflow`` cell (the router sends it here through ``workflow_cell``): run the plan as one
+        turn, rendered like a prose cell's; None when the turn was abandoned."""
         from IPython.core.error import UsageError
 
-        from ..events import ErrorStop
+        try:  # a plan that cannot run is refused before the cell shows a turn
+            self.session.check_workflow(cell.plan, inputs=cell.inputs, max_concurrency=cell.options.get(
+                "max_concurrency"), budget=cell.options.get("budget"))  # fmt: skip
+        except UserError as exc:
+            raise UsageError(str(exc)) from None
+        run: WorkflowRun | None = None
+
+        async def turn(session: Session, cell_id: str | None) -> None:
+            nonlocal run
+            run = await session.run_workflow(cell.plan, inputs=cell.inputs, cell_id=cell_id, **cell.options)
+
+        await self._rendered(turn)
+        return run
+
+    async def workflow_cell(self, line: str, body: str) -> None:
+        from .magics.workflow import run_workflow_cell
+
+        await run_workflow_cell(self, line, body)
+
+    async def _rendered(self, turn: Callable[[Session, str | None], Awaitable[None]]) -> None:
+        """Run ``turn`` on the notebook's session with its stream rendered into the cell's output."""
+        from IPython.core.error import UsageError
+
         from .replay_mode import current_cell
 
         _wake_loop_on_signals(asyncio.get_running_loop())
@@ -291,16 +336,10 @@ class NotebookAgent:
         # the session's record of the turn (last_turn) is complete however it ended.
         before = session.last_turn
         unsubscribe = session.subscribe(renderer.on_item)
-        tool_choice, self.next_tool_choice = self.next_tool_choice, ()
         # The cell the front end is running: running it again replaces its turn on the active path.
         cell_id = current_cell(self.shell).id
-        skills: list[str] = []
-        if isinstance(text, str):  # `/name` (or `$name`) of one of its skills at the start: activate it
-            from ..skills.attach import leading_skills, session_pins
-
-            skills = leading_skills(text, [p.name for p in session_pins(session)])
         try:
-            self.last = result = await session.ask(text, tool_choice=tool_choice, cell_id=cell_id, skills=skills)
+            await turn(session, cell_id)
         except UserError as exc:
             raise UsageError(str(exc)) from None
         except asyncio.CancelledError:
@@ -310,8 +349,6 @@ class NotebookAgent:
             unsubscribe()
             ended = session.last_turn
             renderer.close(ended if ended is not before else None)
-        if isinstance(result.stop_reason, ErrorStop):
-            raise TurnError(result.stop_reason.message)
 
     def close(self) -> None:
         engine, self._engine = self._engine, None

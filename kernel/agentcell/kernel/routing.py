@@ -3,8 +3,8 @@
 It runs first among ``input_transformers_cleanup`` so it sees the cell as typed (by the time the post
 transformers run, ``%magic`` lines are already rewritten into Python calls):
 
-- ``%%agent`` cells become an awaited turn, and ``%%outcome`` cells an awaited outcome loop, in any IPython
-  kernel where the extension is loaded;
+- ``%%agent`` cells become an awaited turn, ``%%outcome`` cells an awaited outcome loop, and ``%%workflow``
+  cells an awaited workflow run, in any IPython kernel where the extension is loaded;
 - ``%%python`` cells run their body as ordinary Python, through IPython;
 - other ``%%magic`` cells, and cells of only ``%``/``!`` lines, pass through unchanged;
 - a ``%name`` that is no magic fails at once, one line, with the nearest name ("did you mean %model?");
@@ -93,6 +93,9 @@ def make_router(
         if first.split()[0] == "%%outcome":
             options = first[len("%%outcome") :].strip()
             return [f"await {HOST_NAME}.outcome({options!r}, {body!r})\n"]
+        if first.split()[0] == "%%workflow":
+            options = first[len("%%workflow") :].strip()
+            return [f"await {HOST_NAME}.workflow_cell({options!r}, {body!r})\n"]
         if first.startswith("%%") or not prose_is_agent:
             return lines
         split = first_index

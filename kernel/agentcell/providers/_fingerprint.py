@@ -71,7 +71,7 @@ class RequestDigest:
     settings: str
     messages: tuple[str, ...]
     minted_ids: tuple[str, ...] = field(default=(), compare=False)
-    """The thread and agent ids the request mentions, in the order they were numbered (not fingerprinted)."""
+    """The thread, agent and run ids the request mentions, in the order they were numbered (not fingerprinted)."""
 
     @property
     def fingerprint(self) -> str:
@@ -97,8 +97,8 @@ class RequestDigest:
         )
 
 
-_MINTED_ID = re.compile(r"\b(sthr|agent)_[0-9A-HJKMNP-TV-Z]{26}\b")
-_PLACEHOLDER = {"sthr": "thread", "agent": "agent"}
+_MINTED_ID = re.compile(r"\b(sthr|agent|wfrun)_[0-9A-HJKMNP-TV-Z]{26}\b")
+_PLACEHOLDER = {"sthr": "thread", "agent": "agent", "wfrun": "workflow-run"}
 
 
 def translate_minted_ids(events: Sequence[StreamEvent], ids: Mapping[str, str]) -> list[StreamEvent]:
@@ -157,8 +157,8 @@ class _Normaliser:
     def text(self, value: str) -> str:
         for directory in self._directories:
             value = value.replace(directory, DIR_PLACEHOLDER)
-        # Thread and agent ids are new on every run and reach the model (in spawn_thread's answer, in its
-        # list of agents): number them by first appearance, as call ids are.
+        # Thread, agent and workflow run ids are new on every run and reach the model (in spawn_thread's and
+        # start_workflow_run's answers, in their lists of agents): number them by first appearance, as call ids are.
         value = _MINTED_ID.sub(self._minted_id, value)
         stripped = value.strip()
         if stripped[:1] in ("{", "[") and stripped[-1:] in ("}", "]"):

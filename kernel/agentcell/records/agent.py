@@ -114,6 +114,10 @@ class MultiAgent(_Model):
     """Whether it may define agents inline (a name, a system prompt, a model), which are not saved."""
     workflow_runs: bool = False
     """Whether it may start workflow runs (plans of steps over agents, run in session threads)."""
+    workflow_agents: list[AgentRef] = []
+    """The predefined (saved) agents a run's plan may use."""
+    workflow_inline_agents: bool = False
+    """Whether a run's plan may define inline agents, which are not saved."""
 
 
 class Agent(_Model):

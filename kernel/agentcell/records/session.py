@@ -42,6 +42,10 @@ class ResolvedMultiAgent(_Model):
     """Whether the primary thread can consult an advisor model."""
     workflow_runs: bool
     """Whether the agent can start workflow runs."""
+    workflow_inline_agents: bool = False
+    """Whether a run's plan can define inline agents, which are not saved."""
+    workflow_agents: list[Agent] = []
+    """Full agent definitions of the predefined agents, which are saved agents that a run's plan can use."""
 
 
 class SessionRecord(BaseModel):

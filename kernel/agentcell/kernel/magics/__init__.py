@@ -9,6 +9,7 @@ prints one clear line (IPython's UsageError), never a traceback.
 - :mod:`.skills` — ``%skills``
 - :mod:`.outcome` — ``%%outcome`` (its body, for the cell router)
 - :mod:`.steer` — ``%steer``
+- :mod:`.workflow` — ``%%workflow`` (its body, for the cell router) and ``%workflows``
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .session import SessionMagics
 from .skills import SkillMagics
 from .steer import SteerMagics
 from .threads import ThreadMagics
+from .workflow import WorkflowMagics
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -41,6 +43,7 @@ GROUPS: tuple[type[MagicGroup], ...] = (
     SkillMagics,
     OutcomeMagics,
     SteerMagics,
+    WorkflowMagics,
 )
 
 _ORDER = (
@@ -60,6 +63,8 @@ _ORDER = (
     "threads",
     "skills",
     "outcome",
+    "workflow",
+    "workflows",
     "steer",
     "help",
 )

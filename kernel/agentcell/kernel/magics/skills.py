@@ -26,6 +26,7 @@ SKILLS_HELP = (
 
 @magics_class
 class SkillMagics(MagicGroup):
+    TITLE: ClassVar[str] = "The agent"
     HELP: ClassVar[dict[str, str]] = {"skills": SKILLS_HELP}
 
     @line_magic

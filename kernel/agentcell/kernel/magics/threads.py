@@ -53,12 +53,17 @@ def threads_line(host: NotebookAgent, args: list[str]) -> str:
         if action == "on":
             for agent_id in rest:
                 host.engine.agents.get(agent_id)  # an unknown id is refused now, not at the first spawn
-            settings = MultiAgent(agents=[AgentRef(id=a) for a in rest], inline_agents=not rest)
+            on = {"spawn_threads": True, "agents": [AgentRef(id=a) for a in rest], "inline_agents": not rest}
+            current = host.session.agent.multiagent  # what %workflows set stays
+            settings = MultiAgent(**on) if current is None else current.model_copy(update=on)
             agent = host.update_agent(multiagent=settings)
             who = f"the agents {', '.join(rest)}" if rest else "helpers it defines"
             return f"threads on: the agent may spawn {who} and wait for them (agent v{agent.version})"
         if action == "off" and not rest:
-            agent = host.update_agent(multiagent=None)
+            current = host.session.agent.multiagent
+            kept = current is not None and current.workflow_runs  # %workflows stays on
+            off = {"spawn_threads": False, "agents": [], "inline_agents": False}
+            agent = host.update_agent(multiagent=current.model_copy(update=off) if kept and current else None)
             return f"threads off (agent v{agent.version})"
     except AgentCellError as exc:
         raise UsageError(f"%threads: {exc}") from None

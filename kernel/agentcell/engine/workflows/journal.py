@@ -1,0 +1,72 @@
+"""The run's journal: every completed step item is kept in the event log under a key, for later runs to reuse.
+
+A key is the hash of what decides an item's output: the step's id, the agent it runs (a saved agent's id
+and version, or an inline agent's whole definition), the prompt as rendered (so the outputs of the steps it
+reads, and its item), and the options that shape the answer (output schema, max_turns, outcome). Nothing
+minted per run (thread, agent or event ids) enters it, so the same plan in the same session gives the same
+keys after a kernel restart.
+
+Running a plan again reuses the longest unchanged prefix: an item is reused when its key has a
+``workflow_run.step_completed`` in the session's log and every step it depends on was reused whole; the
+first item that runs live makes everything downstream of its step run live too (the output it gives may
+differ from the journaled one, even with an unchanged key downstream).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from ...events import Event
+from ...records.workflow_events import WorkflowRunStepCompleted
+from .validate import CheckedStep
+
+__all__ = ["JOURNAL_EVENT_TYPES", "Journal", "item_key"]
+
+JOURNAL_EVENT_TYPES = ("workflow_run.step_completed",)
+KEY_VERSION = 1
+"""Bumped when what a key covers changes, so older journal entries stop matching rather than mislead."""
+
+
+def item_key(step: CheckedStep, prompt: str, item: int | None, item_value: Any) -> str:
+    agent = step.agent
+    if step.inline:
+        who: dict[str, Any] = {
+            "inline": agent.model_dump(mode="json", include={"name", "model", "system", "description"})
+        }
+    else:
+        who = {"id": agent.id, "version": agent.version}
+    spec = step.spec
+    material = {
+        "v": KEY_VERSION,
+        "step": spec.id,
+        "agent": who,
+        "prompt": prompt,
+        "item": [item, item_value] if item is not None else None,
+        "output_schema": spec.output_schema,
+        "max_turns": spec.max_turns,
+        "outcome": spec.outcome.model_dump(mode="json") if spec.outcome is not None else None,
+    }
+    canonical = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(canonical.encode("ascii")).hexdigest()[:32]
+
+
+class Journal:
+    """The completed step items of a session, by key: the first completion of each key."""
+
+    def __init__(self, events: Iterable[Event] = ()) -> None:
+        self._entries: dict[str, WorkflowRunStepCompleted] = {}
+        for event in events:
+            self.add(event)
+
+    def add(self, event: Event) -> None:
+        if isinstance(event, WorkflowRunStepCompleted):
+            self._entries.setdefault(event.key, event)
+
+    def get(self, key: str) -> WorkflowRunStepCompleted | None:
+        return self._entries.get(key)
+
+    def __len__(self) -> int:
+        return len(self._entries)

@@ -1,0 +1,346 @@
+"""Running a checked plan: its steps as a graph, its items concurrently, each item in a session thread.
+
+A step starts once every step it depends on has completed; its items (one, or one per ``for_each`` item)
+start in order as room frees up among the run's ``max_concurrency`` slots, so independent steps and the
+items of a ``for_each`` overlap. Scheduling follows the plan and the order in which work finishes, never a
+clock or chance. Before an item runs, its prompt is rendered and its resume key made; when an earlier run
+in the session journaled that key and the item's dependencies were all reused, the journaled output is
+reused (``workflow_run.step_completed`` with ``reused_from``) and nothing is sent to a model.
+
+A failing item under ``on_error: fail`` fails the run: nothing new starts, the items already running
+finish (and are journaled, for the next run to reuse), then ``workflow_run.failed`` says which step and
+why. Under ``on_error: continue`` the item's output is an explicit error value and the run goes on. A
+request the budget cannot cover (the session's, or the run's own ceiling) stops the run the same way, as
+``budget_reached``; an interrupt stops every running item and ends the run as ``interrupted``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...ids import new_id
+from ...records.workflow_events import (
+    RunEndStatus,
+    WorkflowRunCompleted,
+    WorkflowRunFailed,
+    WorkflowRunStarted,
+    WorkflowRunStepCompleted,
+    WorkflowRunStepFailed,
+    WorkflowRunStepStarted,
+    WorkflowStepOutcome,
+)
+from ...usage import Usage
+from ..ceiling import SPEND_CEILING, SpendCeiling
+from ..deps import TurnDeps
+from ..log import SessionLog
+from .journal import JOURNAL_EVENT_TYPES, Journal, item_key
+from .result import WorkflowRun, fold_run
+from .step import ItemResult, StepThread, task_text
+from .template import TemplateError, TemplateValues, render, resolve
+from .validate import CheckedPlan, CheckedStep
+
+__all__ = ["WorkflowRunner", "error_value"]
+
+
+def error_value(step_id: str, item: int | None, message: str) -> dict[str, Any]:
+    """What stands for the output of an item that failed under ``on_error: continue``."""
+    value: dict[str, Any] = {"error": message, "step": step_id}
+    if item is not None:
+        value["item"] = item
+    return value
+
+
+@dataclass
+class _StepDone:
+    ok: bool
+    output: Any = None
+    reused: bool = False
+    """Every item of the step was reused: the steps after it may reuse theirs."""
+    outcome: WorkflowStepOutcome | None = None
+
+
+@dataclass
+class _Stop:
+    status: RunEndStatus
+    error: str
+    step_id: str | None = None
+
+
+@dataclass
+class _Tally:
+    usage: Usage = field(default_factory=Usage)
+    ran: int = 0
+    reused: int = 0
+
+
+class WorkflowRunner:
+    """One run of a checked plan in a session, from the thread ``parent_id`` (None: the primary thread)."""
+
+    def __init__(
+        self,
+        log: SessionLog,
+        deps: TurnDeps,
+        plan: CheckedPlan,
+        *,
+        parent_id: str | None = None,
+        tool_use_id: str | None = None,
+        resume: bool = True,
+    ) -> None:
+        self.log = log
+        self.deps = deps
+        self.plan = plan
+        self.parent_id = parent_id
+        self.tool_use_id = tool_use_id
+        self.resume = resume
+        self.run_id = new_id("wfrun")
+        self._slots = asyncio.Semaphore(plan.max_concurrency)
+        self._journal = Journal()
+        self._stop: _Stop | None = None
+        self._tally = _Tally()
+        self._events: list[Any] = []
+
+    async def run(self) -> WorkflowRun:
+        """Run the plan to its end and return the run as its events tell it. An interrupt (the task being
+        cancelled) stops the running items, logs the run as interrupted, and is raised again."""
+        if self.plan.budget is None:
+            return await self._run()
+        # The ceiling holds for the requests of this run only: its tasks start from a context of their own.
+        context = contextvars.copy_context()
+        context.run(SPEND_CEILING.set, SpendCeiling(self.plan.budget.max_list_cost))
+        return await asyncio.get_running_loop().create_task(self._run(), context=context)
+
+    def _stopping(self) -> bool:
+        return self._stop is not None
+
+    def _emit(self, event: Any) -> None:
+        self.log.emit(event)
+        self._events.append(event)
+
+    async def _run(self) -> WorkflowRun:
+        log, plan = self.log, self.plan
+        self._emit(
+            log.make(
+                WorkflowRunStarted,
+                thread_id=self.parent_id,
+                run_id=self.run_id,
+                name=plan.plan.name,
+                plan=plan.plan.model_dump(mode="json", exclude_none=True),
+                steps=[s.info() for s in plan.steps],
+                max_concurrency=plan.max_concurrency,
+                budget=plan.budget,
+                tool_use_id=self.tool_use_id,
+            )
+        )
+        if self.resume:
+            self._journal = Journal(log.events(types=JOURNAL_EVENT_TYPES))
+        done: dict[str, _StepDone] = {}
+        running: dict[asyncio.Task[_StepDone], str] = {}
+        # Each step waits for a count of dependencies; a completed step counts down its dependents, so the
+        # scheduler does work in proportion to the graph's edges, not to steps times completions.
+        waiting_on = {step.id: len(set(step.spec.depends_on)) for step in plan.steps}
+        dependents: dict[str, list[CheckedStep]] = {step.id: [] for step in plan.steps}
+        for step in plan.steps:
+            for dep in dict.fromkeys(step.spec.depends_on):
+                dependents[dep].append(step)
+        ready = [step for step in plan.steps if not waiting_on[step.id]]
+        try:
+            while True:
+                if self._stop is None:
+                    for step in ready:
+                        running[asyncio.get_running_loop().create_task(self._step(step, done))] = step.id
+                    ready = []
+                if not running:
+                    break
+                finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                for task in finished:
+                    step_id = running.pop(task)
+                    done[step_id] = result = task.result()
+                    if not result.ok:
+                        continue  # what depends on it never starts
+                    for dependent in dependents[step_id]:
+                        waiting_on[dependent.id] -= 1
+                        if not waiting_on[dependent.id]:
+                            ready.append(dependent)
+        except asyncio.CancelledError:
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+            self._end(_Stop("interrupted", "the run was interrupted"), done)
+            raise
+        return self._end(self._stop, done)
+
+    def _end(self, stop: _Stop | None, done: Mapping[str, _StepDone]) -> WorkflowRun:
+        log, plan, tally = self.log, self.plan, self._tally
+        last = plan.steps[-1].id
+        if stop is None and last not in done:  # cannot happen: a step is left out only after a stop
+            stop = _Stop("failed", f"the step {last!r} never became ready")
+        common = {
+            "thread_id": self.parent_id,
+            "run_id": self.run_id,
+            "name": plan.plan.name,
+            "tool_use_id": self.tool_use_id,
+            "usage": tally.usage,
+            "ran": tally.ran,
+            "reused": tally.reused,
+        }
+        if stop is None:
+            final = done[last]
+            self._emit(log.make(WorkflowRunCompleted, output=final.output, outcome=final.outcome, **common))
+        else:
+            self._emit(
+                log.make(WorkflowRunFailed, status=stop.status, error=stop.error, step_id=stop.step_id, **common)
+            )
+        return fold_run(self._events)
+
+    # ------------------------------------------------------------------------------------------ steps
+
+    async def _step(self, step: CheckedStep, done: Mapping[str, _StepDone]) -> _StepDone:
+        spec = step.spec
+        outputs = {sid: d.output for sid, d in done.items() if sid in step.ancestors}
+        values = TemplateValues(inputs=self.plan.plan.inputs, outputs=outputs)
+        may_reuse = all(done[dep].reused for dep in spec.depends_on)
+        if spec.for_each is None:
+            result = await self._item(_Item(step), values, may_reuse)
+            return _StepDone(result.ok, result.output, result.reused, result.outcome)
+        items = spec.for_each
+        if step.items_ref is not None:
+            try:
+                items = resolve(step.items_ref, values)
+            except TemplateError as exc:
+                return self._failed_before(step, f"its for_each: {exc}")
+            if not isinstance(items, list):
+                what = type(items).__name__
+                return self._failed_before(step, f"its for_each {{{{{step.items_ref.text}}}}} is a {what}, not a list")
+        assert isinstance(items, list)
+        count = len(items)
+        results = await asyncio.gather(
+            *(self._item(_Item(step, index, value, count), values, may_reuse) for index, value in enumerate(items))
+        )
+        ok = all(r.ok for r in results)
+        return _StepDone(ok, [r.output for r in results], ok and all(r.reused for r in results))
+
+    def _failed_before(self, step: CheckedStep, error: str) -> _StepDone:
+        """The step failed before any item could run (its items, or a template, could not be resolved)."""
+        self._emit(
+            self.log.make(
+                WorkflowRunStepFailed, thread_id=self.parent_id, run_id=self.run_id, step_id=step.id, error=error
+            )
+        )
+        if self._stop is None:
+            self._stop = _Stop("failed", f"step {step.id!r}: {error}", step.id)
+        return _StepDone(False)
+
+    async def _item(self, item: _Item, values: TemplateValues, may_reuse: bool) -> _ItemDone:
+        log, step = self.log, item.step
+        where = {"thread_id": self.parent_id, "run_id": self.run_id, **item.fields()}
+        if self._stopping():  # the run is stopping: what has not started, does not
+            return _ItemDone(False)
+        try:
+            prompt = render(step.spec.prompt, values.with_item(item.value, item.index is not None))
+        except TemplateError as exc:
+            return self._item_failed(item, where, f"its prompt: {exc}")
+        task = task_text(step, prompt)
+        key = item_key(step, task, item.index, item.value)
+        entry = self._journal.get(key) if may_reuse else None
+        if entry is not None:
+            self._tally.reused += 1
+            reused = log.make(
+                WorkflowRunStepCompleted,
+                key=key,
+                output=entry.output,
+                reused_from=entry.id,
+                outcome=entry.outcome,
+                **where,
+            )
+            self._emit(reused)
+            return _ItemDone(True, entry.output, reused=True, outcome=entry.outcome)
+        async with self._slots:
+            if self._stopping():  # it stopped while this item waited for a slot
+                return _ItemDone(False)
+            thread_id = new_id("sthr")
+            self._emit(
+                log.make(WorkflowRunStepStarted, session_thread_id=thread_id, key=key, item_value=item.value, **where)
+            )
+            thread = StepThread(log, self.deps, step, thread_id, parent_id=self.parent_id, tool_use_id=self.tool_use_id)
+            result = await thread.run(task)
+        self._tally.ran += 1
+        self._tally.usage = self._tally.usage + result.usage
+        if not result.ok:
+            return self._item_failed(
+                item, where, result.error or "the step failed", thread_id=thread_id, key=key, result=result
+            )
+        completed = log.make(
+            WorkflowRunStepCompleted,
+            session_thread_id=thread_id,
+            key=key,
+            output=result.output,
+            usage=result.usage,
+            outcome=result.outcome,
+            **where,
+        )
+        self._emit(completed)
+        return _ItemDone(True, result.output, outcome=result.outcome)
+
+    def _item_failed(
+        self,
+        item: _Item,
+        where: dict[str, Any],
+        error: str,
+        *,
+        thread_id: str | None = None,
+        key: str | None = None,
+        result: ItemResult | None = None,
+    ) -> _ItemDone:
+        stop_reason = result.stop_reason if result is not None else None
+        budget = result is not None and result.budget_reached
+        interrupted = stop_reason == "interrupted"
+        # Continuing past the budget or an interrupt would only fail the next item the same way.
+        continued = item.step.spec.on_error == "continue" and not budget and not interrupted
+        output = error_value(item.step.id, item.index, error) if continued else None
+        failed = self.log.make(
+            WorkflowRunStepFailed,
+            session_thread_id=thread_id,
+            key=key,
+            error=error,
+            stop_reason=stop_reason,
+            usage=result.usage if result is not None else Usage(),
+            continued=continued,
+            output=output,
+            **where,
+        )
+        self._emit(failed)
+        if continued:
+            return _ItemDone(True, output)
+        if self._stop is None:
+            status: RunEndStatus = "budget_reached" if budget else "interrupted" if interrupted else "failed"
+            self._stop = _Stop(status, f"{item.label}: {error}", item.step.id)
+        return _ItemDone(False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """One run of a step: the step itself (``index`` None), or one item of its ``for_each``."""
+
+    step: CheckedStep
+    index: int | None = None
+    value: Any = None
+    count: int | None = None
+
+    def fields(self) -> dict[str, Any]:
+        return {"step_id": self.step.id, "item": self.index, "items": self.count}
+
+    @property
+    def label(self) -> str:
+        return f"step {self.step.id!r}" + (f" item {self.index}" if self.index is not None else "")
+
+
+@dataclass(frozen=True, slots=True)
+class _ItemDone:
+    ok: bool
+    output: Any = None
+    reused: bool = False
+    outcome: WorkflowStepOutcome | None = None
