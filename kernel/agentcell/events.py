@@ -76,6 +76,7 @@ __all__ = [
     "SystemMessage",
     "TextBlock",
     "TextRubric",
+    "ToolDisplay",
     "UserCustomToolResult",
     "UserDefineOutcome",
     "UserInterrupt",
@@ -111,6 +112,17 @@ class ImageBlock(_Model):
 
 
 ContentBlock: TypeAlias = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
+
+
+class ToolDisplay(_Model):
+    """A richer form of one content block of a tool result, for people: what the python tool's code
+    displayed (a DataFrame's HTML table) where the model gets the block itself (its text). Front ends
+    sanitise ``data`` like all model-driven content."""
+
+    block: int = Field(ge=0)
+    """The index in the result's ``content`` of the block this display stands for."""
+    media_type: Literal["text/html", "text/markdown"]
+    data: str
 
 
 # ---------------------------------------------------------------------------------------------- envelope
@@ -240,6 +252,8 @@ class AgentToolResult(_EventBase):
     """Set when the call was refused rather than run."""
     full_text: str | None = None
     """The whole output when ``content`` was cut for the model (itself capped at 1,000,000 characters)."""
+    displays: list[ToolDisplay] = []
+    """Richer forms of some ``content`` blocks for the tool card (the python tool's ``display()`` calls)."""
 
 
 class AgentServerToolUse(_EventBase):
@@ -416,6 +430,10 @@ class ErrorInfo(_Model):
     ``authentication_error``, ``protocol_error``, ``unknown_error``..."""
     message: str
     retry_status: Literal["retrying", "exhausted", "terminal"] = "terminal"
+    attempt: int | None = None
+    """For a failed model request: which attempt at it failed, from 1 (a ``retrying`` error's next is +1)."""
+    max_attempts: int | None = None
+    """How many attempts the engine makes at the request in all."""
 
 
 class SessionError(_EventBase):

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from .. import Session, StreamItem, TurnResult
     from ..tools.base import ApprovalDecision, ApprovalRequest
 
-__all__ = ["HELLO_GRACE", "WidgetRenderer", "compact", "turn_costs"]
+__all__ = ["HELLO_GRACE", "WidgetRenderer", "compact", "output_price_mtok", "turn_costs"]
 
 SPARKLINE_TURNS = 30
 """Earlier turns whose cost the widget's sparkline shows."""
@@ -70,6 +70,20 @@ def turn_costs(session: Session, *, limit: int = SPARKLINE_TURNS) -> list[str]:
     return [str(c or 0) for c in costs[-limit:]]
 
 
+def output_price_mtok(session: Session) -> str | None:
+    """The list price of a million output tokens of the session's model (for the live cost while a reply
+    streams), None when the model has no known price."""
+    from ..engine.budget import model_pricing
+    from ..errors import AgentCellError
+    from ..usage import Usage
+
+    try:
+        pricing = model_pricing(session.engine.providers.resolve(session.agent.model))
+    except AgentCellError:  # an unknown model fails at the turn's first request, with its own message
+        return None
+    return None if pricing is None else str(pricing(Usage(output_tokens=1_000_000)))
+
+
 class WidgetRenderer:
     """One turn's widget. Created on the kernel's loop by the host; see the module docstring."""
 
@@ -91,6 +105,7 @@ class WidgetRenderer:
             "agent_version": agent.version,
             "preset": session.record.permissions,
             "turn_costs": turn_costs(session),
+            "output_price_mtok": output_price_mtok(session),
         }
         self._log: list[dict[str, Any]] = [context]
         """Everything sent to the browser this turn, in order; a view that missed some asks from an index."""

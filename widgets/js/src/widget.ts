@@ -7,6 +7,7 @@
  */
 
 import type { AnyModel, InitializeProps, RenderProps } from "@anywidget/types";
+import "katex/dist/katex.min.css";
 import "./style.css";
 import { TurnStore } from "./store";
 import type { Item, ItemsMessage, OutgoingMessage } from "./types";
@@ -82,6 +83,7 @@ function render({ model, el }: RenderProps<TurnModel>): () => void {
   if (!store.final) announce(3);
   return () => {
     unsubscribe();
+    view.dispose();
     if (frame) cancelAnimationFrame(frame);
     if (retry) clearTimeout(retry);
   };

@@ -118,8 +118,8 @@ describe("event logs recorded from the engine", () => {
       return { prompt: state.prompt, notes: [...state.blocks.values()].flatMap((b) => (b.kind === "note" ? [b.text] : [])) };
     });
     expect(notes).toEqual([
-      { prompt: "Measure it", notes: ["steered: use the median, not the mean"] },
-      { prompt: "Now dawdle", notes: ["not delivered (the turn ended first): hurry up"] },
+      { prompt: "Measure it", notes: ["Steer delivered: use the median, not the mean"] },
+      { prompt: "Now dawdle", notes: ["Steer not delivered (the turn ended before the next step): hurry up"] },
     ]);
   });
 
