@@ -81,6 +81,7 @@ __all__ = [
     "UserDefineOutcome",
     "UserInterrupt",
     "UserMessage",
+    "UserPermissionRevoked",
     "UserToolConfirmation",
     "event_adapter",
     "is_preview",
@@ -167,6 +168,18 @@ class UserToolConfirmation(_EventBase):
     result: Literal["allow", "deny"]
     remember: Literal["once", "always"] = "once"
     deny_message: str | None = None
+    keys: list[str] = []
+    """For an "always" answer: the rules it made, what later calls are answered by without asking
+    (``bash:execute``); the session rebuilds its rules from these when it is reopened."""
+    by_rule: bool = False
+    """Nobody was asked: an earlier "always" answer (a rule ``%permissions`` lists) decided."""
+
+
+class UserPermissionRevoked(_EventBase):
+    """The user revoked "always" rules (``%permissions revoke NAME``): calls under them ask again."""
+
+    type: Literal["user.permission_revoked"] = "user.permission_revoked"
+    keys: list[str]
 
 
 class UserCustomToolResult(_EventBase):
@@ -538,6 +551,7 @@ Event: TypeAlias = Annotated[
     UserMessage
     | UserInterrupt
     | UserToolConfirmation
+    | UserPermissionRevoked
     | UserCustomToolResult
     | UserDefineOutcome
     | SystemMessage

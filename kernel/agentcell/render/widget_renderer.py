@@ -174,7 +174,10 @@ class WidgetRenderer:
 
     async def _ask(self, request: ApprovalRequest) -> ApprovalDecision | bool:
         """The session's approver during the turn: once a view is live, show the request in the widget and
-        wait for the session's broker (answered by ``confirm_tool`` when the user clicks)."""
+        wait for the session's broker (answered by ``confirm_tool`` when the user clicks). A request an
+        "always" rule answers needs no view: the broker answers it at once."""
+        if self._session.approvals.recall(request.keys) is not None:
+            return await self._session.approvals(request)
         if not self._live:
             grace = self._shown_at + HELLO_GRACE - time.monotonic()
             if grace > 0:

@@ -67,7 +67,7 @@ const HANDLERS: Record<string, Handler> = {
     if (!tool) return;
     const result = item.result === "allow" ? "allow" : "deny";
     const message = typeof item.deny_message === "string" ? item.deny_message : null;
-    tool.confirmation = { result, remember: str(item.remember, "once"), message, at: item.created_at ?? null };
+    tool.confirmation = { result, remember: str(item.remember, "once"), message, at: item.created_at ?? null, byRule: item.by_rule === true };
   },
   event_start: (state, item) => {
     const ref = (item.event ?? {}) as { type?: unknown; id?: unknown };

@@ -41,7 +41,8 @@ export interface ToolBlock {
   answered: boolean;
   /** Set when the kernel forwarded this call's approval request to the widget. */
   approval: { reason: string; preset: string } | null;
-  confirmation: { result: "allow" | "deny"; remember: string; message: string | null; at: string | null } | null;
+  /** byRule: nobody was asked, an earlier "always" answer (a rule %permissions lists) decided. */
+  confirmation: { result: "allow" | "deny"; remember: string; message: string | null; at: string | null; byRule: boolean } | null;
 }
 
 export interface ErrorBlock {

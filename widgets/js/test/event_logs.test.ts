@@ -32,6 +32,7 @@ const NOT_SHOWN: Record<string, string> = {
   "system.message": "the grader's feedback to the agent; the outcome panel shows the verdict it carries",
   "session.status_terminated": "comes after the last turn, never inside one",
   "session.turns_superseded": "earlier turns leaving the conversation's active path, not the turn shown",
+  "user.permission_revoked": "comes between turns (%permissions revoke); %permissions lists the rules in force",
 };
 
 function statusChanges(items: Item[]): [number, Statuses][] {

@@ -13,6 +13,7 @@ from IPython.core.magic import line_cell_magic, line_magic, magics_class
 
 from ...errors import AgentCellError
 from ._base import MagicGroup
+from .permission_rules import describe_rules, revoke_rules
 
 __all__ = ["AgentMagics"]
 
@@ -26,7 +27,8 @@ class AgentMagics(MagicGroup):
         "system": "%system [TEXT | --clear]  show or set the system prompt (a new agent version); %%system for a cell",
         "tools": "%tools [list | enable NAME… | disable NAME… | force NAME…]  the agent's tools; force: the next "
         "turn's first requests call these tools, one each, in order (helps small models)",
-        "permissions": "%permissions [read-only | workspace-write | danger-full-access]  what tools may do unasked",
+        "permissions": "%permissions [read-only | workspace-write | danger-full-access | revoke NAME… | revoke all]  "
+        "what tools may do unasked, and the session's Allow-always rules",
         "agent": "%agent [show | pin VERSION | versions]  the agent and its pinned version",
         "mcp": "%mcp [list | add NAME -- COMMAND … | add NAME --url URL | remove NAME]  MCP servers",
     }
@@ -131,6 +133,10 @@ class AgentMagics(MagicGroup):
         try:
             if not args:
                 print(f"permissions: {self.host.session.record.permissions}")
+                print(describe_rules(self.host.session))
+                return
+            if args[0] == "revoke":
+                print(revoke_rules(self.host.session, args[1:]))
                 return
             self.host.session.update(permissions=args[0])  # type: ignore[arg-type]
             print(f"permissions: {args[0]}")

@@ -123,9 +123,10 @@ export class ToolCard {
       );
     }
     if (tool.confirmation) {
-      const { result, remember, message } = tool.confirmation;
-      const said =
-        result === "allow"
+      const { result, remember, message, byRule } = tool.confirmation;
+      const said = byRule
+        ? `${result === "allow" ? "Allowed" : "Denied"} by an always rule, without asking (%permissions lists it; revoke it there)`
+        : result === "allow"
           ? remember === "always"
             ? "Allowed always (a rule of this session: %permissions lists it)"
             : "Allowed once"
