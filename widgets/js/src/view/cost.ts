@@ -57,7 +57,8 @@ export class CostMeter {
     const request = state.status === "running" ? state.request : null;
     const streamed = request ? Math.round(request.streamedChars / CHARS_PER_TOKEN) : 0;
     const elapsed = elapsedSeconds(state, now);
-    const shownElapsed = elapsed === null ? "" : formatSeconds(Math.floor(elapsed));
+    // Whole seconds while it runs (the clock ticks once a second), the exact figure once it ended.
+    const shownElapsed = elapsed === null ? "" : formatSeconds(state.status === "running" ? Math.floor(elapsed) : elapsed);
     const signature = JSON.stringify([u.input, u.output, u.cacheRead, u.cacheWrite, String(u.cost), u.unpriced, String(session), String(budget), history.length, request, shownElapsed, state.status]);
     if (signature === this.signature) return;
     this.signature = signature;
