@@ -8,6 +8,9 @@
  */
 
 import katex from "katex";
+// With the module that typesets, so any bundle of the views (the widget, a JupyterLab renderer) has KaTeX's
+// layout and fonts; the fonts travel inside the CSS (see build.mjs).
+import "katex/dist/katex.min.css";
 import type { MarkedExtension, Tokens } from "marked";
 
 const MATH = "ac-math";

@@ -7,7 +7,6 @@
  */
 
 import type { AnyModel, InitializeProps, RenderProps } from "@anywidget/types";
-import "katex/dist/katex.min.css";
 import "./style.css";
 import { TurnStore } from "./store";
 import type { Item, ItemsMessage, OutgoingMessage } from "./types";

@@ -174,6 +174,38 @@ describe("approvals", () => {
     expect(document.activeElement).toBe(input);
   });
 
+  it("tell the page when an approval waits off-screen, and the tab's title until it is answered", () => {
+    const callbacks: ((entries: { isIntersecting: boolean }[]) => void)[] = [];
+    // jsdom has no layout: a stand-in observer reports the panel out of view, as a scrolled-away cell is.
+    (globalThis as { IntersectionObserver?: unknown }).IntersectionObserver = class {
+      constructor(callback: (entries: { isIntersecting: boolean }[]) => void) {
+        callbacks.push(callback);
+      }
+      observe(): void {
+        callbacks.at(-1)?.([{ isIntersecting: false }]);
+      }
+      disconnect(): void {}
+    };
+    const told: { tool: string; action: string }[] = [];
+    const listener = (event: Event) => told.push((event as CustomEvent<{ tool: string; action: string }>).detail);
+    document.addEventListener("agentcell:approval-pending", listener);
+    document.title = "notebook";
+    try {
+      const sent: OutgoingMessage[] = [];
+      const { view, root } = mount(sent);
+      const state = fold(asking("bash", { command: "make deploy" }));
+      view.paint(state);
+      expect(told).toMatchObject([{ tool: "bash", action: "Approve bash: $ make deploy" }]);
+      expect(document.title).toBe("⏸ approval needed · notebook");
+      q(root, ".ac-allow").click();
+      expect(sent.length).toBe(1);
+      expect(document.title).toBe("notebook");
+    } finally {
+      document.removeEventListener("agentcell:approval-pending", listener);
+      delete (globalThis as { IntersectionObserver?: unknown }).IntersectionObserver;
+    }
+  });
+
   it("say on the card when a call ran under an 'always' answer", () => {
     const root = paint([
       running(),

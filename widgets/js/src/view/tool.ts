@@ -43,6 +43,8 @@ export class ToolCard {
   /** Whether the user opened or closed the card themselves (then the card stays as they left it). */
   private userToggled = false;
   private settingOpen = false;
+  /** This card told the page an approval waits off-screen (its title may say so until answered). */
+  private announced = false;
 
   constructor(private readonly send: Send) {
     this.summary = h("summary", { class: "ac-tool-head" });
@@ -71,6 +73,7 @@ export class ToolCard {
     replaceChildren(this.body, panel?.classList.contains("ac-approval") ? null : this.input(tool), panel, this.output(tool));
     this.setOpen(status !== "completed" || !many);
     if (panel?.classList.contains("ac-approval")) this.focusPanel(panel);
+    else if (this.announced) clearTitleFlag();
   }
 
   private setOpen(open: boolean): void {
@@ -82,8 +85,13 @@ export class ToolCard {
   }
 
   private focusPanel(panel: HTMLElement): void {
-    if (!this.el.isConnected || !userIsAt(this.el)) return;
-    panel.focus({ preventScroll: false });
+    if (!this.el.isConnected) return;
+    if (userIsAt(this.el)) {
+      panel.focus({ preventScroll: false });
+      return;
+    }
+    this.announced = true;
+    announceWhenOffScreen(panel, this.last?.[0].name ?? "a tool", panel.getAttribute("aria-label") ?? "");
   }
 
   private header(tool: ToolBlock, status: string, action: Action, lines: number): (HTMLElement | null)[] {
@@ -212,6 +220,39 @@ export class ToolCard {
     if (tool.name === "edit_file" && !tool.isError && /^--- /.test(text)) return diffView(text);
     return clipped(text);
   }
+}
+
+const TITLE_FLAG = "⏸ approval needed · ";
+
+function clearTitleFlag(): void {
+  if (document.title.startsWith(TITLE_FLAG)) document.title = document.title.slice(TITLE_FLAG.length);
+}
+
+/**
+ * An approval waiting where the user cannot see it: the view asks the page to tell them with a bubbling
+ * `agentcell:approval-pending` event ({ tool, action }); agentcell's JupyterLab extension shows it as a
+ * notification with a "Show" action. Without a handler, the tab's title says an approval waits until
+ * the panel scrolls into view or is answered.
+ */
+function announceWhenOffScreen(panel: HTMLElement, tool: string, action: string): void {
+  if (typeof IntersectionObserver === "undefined") return;
+  const title = document.title;
+  const observer = new IntersectionObserver((entries) => {
+    const seen = entries.some((e) => e.isIntersecting);
+    if (seen || !panel.isConnected) {
+      observer.disconnect();
+      clearTitleFlag();
+      return;
+    }
+    const ask = new CustomEvent("agentcell:approval-pending", {
+      bubbles: true,
+      cancelable: true,
+      composed: true,
+      detail: { tool, action, show: () => panel.scrollIntoView({ block: "center" }) },
+    });
+    if (panel.dispatchEvent(ask) && !document.title.startsWith(TITLE_FLAG)) document.title = TITLE_FLAG + title;
+  });
+  observer.observe(panel);
 }
 
 function toolCount(state: TurnState): number {

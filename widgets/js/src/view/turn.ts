@@ -64,8 +64,11 @@ export class TurnView {
     if (state.status === "running" && !this.ticker) {
       this.ticker = setInterval(() => {
         const latest = this.latest;
-        if (!this.el.isConnected || !latest || latest.status !== "running") this.stopTicking();
-        if (latest) this.cost.update(latest);
+        if (!this.el.isConnected || !latest || latest.status !== "running") {
+          this.stopTicking();
+          return;
+        }
+        this.cost.update(latest);
       }, 1000);
     } else if (state.status !== "running") {
       this.stopTicking();
@@ -88,12 +91,13 @@ export class TurnView {
       const block = state.blocks.get(id);
       if (!block) continue;
       const view = this.viewFor(block);
-      view.update(block, state);
       const expected: Element | null = previous ? previous.nextElementSibling : container.firstElementChild;
       if (expected !== view.el) {
         if (previous) previous.after(view.el);
         else container.prepend(view.el);
       }
+      // In place before it paints: a card that takes focus or watches its visibility must be in the page.
+      view.update(block, state);
       previous = view.el;
     }
     // Blocks dropped from the state (a failed attempt's previews) leave the DOM too.
