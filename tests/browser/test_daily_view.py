@@ -5,6 +5,7 @@ headlined by its command and answered with `y`; Enter in the Steer box."""
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
@@ -46,6 +47,26 @@ def _dark(page: Page) -> None:
     page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
     page.locator(".lm-Menu-itemLabel").get_by_text("JupyterLab Dark", exact=True).click()
     expect(page.locator("body[data-jp-theme-light='false']")).to_be_attached(timeout=15_000)
+
+
+def _start_turn(page: Page, lab: Lab, name: str, call: tuple[str, dict[str, str]], *, answer: str, prompt: str) -> Any:
+    """A notebook whose second cell asks for one tool call, then says ``answer``; runs both cells (the first
+    selects the script) and returns the turn's view, still running."""
+    tool, arguments = call
+    model = script(
+        lab,
+        name,
+        [
+            {"steps": [{"kind": "tool_call", "name": tool, "input": arguments}]},
+            {"steps": [{"kind": "text", "text": answer}]},
+        ],
+    )
+    write_notebook(lab, f"{name}.ipynb", [model, prompt])
+    open_notebook(page, lab, f"{name}.ipynb")
+    run_cell(page, 0)
+    wait_cell_done(page, 0)
+    run_cell(page, 1)
+    return turn(page, 1)
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
@@ -92,21 +113,10 @@ def test_what_the_python_tool_displays_is_inside_its_card_and_the_cell_has_one_o
         "display(HTML('<table><tr><th>n</th></tr><tr><td>cell one</td></tr></table>'))\n"
         f"display(Image(data=base64.b64decode({PNG!r})))\n"
     )
-    model = script(
-        lab,
-        "display",
-        [
-            {"steps": [{"kind": "tool_call", "name": "python", "input": {"code": code}}]},
-            {"steps": [{"kind": "text", "text": "Shown above."}]},
-        ],
-    )
-    write_notebook(lab, "display.ipynb", [model, "Show a table and a dot."])
-    open_notebook(page, lab, "display.ipynb")
-    run_cell(page, 0)
-    wait_cell_done(page, 0)
-    run_cell(page, 1)
+    call = ("python", {"code": code})
+    view = _start_turn(page, lab, "display", call, answer="Shown above.", prompt="Show a table and a dot.")
     wait_cell_done(page, 1)
-    card = turn(page, 1).locator(".ac-tool")
+    card = view.locator(".ac-tool")
     expect(card.locator(".ac-status")).to_have_text("completed")
     expect(card.locator(".ac-display td")).to_have_text("cell one")
     expect(card.locator("img.ac-image")).to_be_visible()
@@ -118,20 +128,8 @@ def test_what_the_python_tool_displays_is_inside_its_card_and_the_cell_has_one_o
 
 def test_an_approval_is_headlined_by_its_command_and_y_allows_it(page: Page, lab: Lab) -> None:
     marker = lab.root / "y.marker"
-    model = script(
-        lab,
-        "keys",
-        [
-            {"steps": [{"kind": "tool_call", "name": "bash", "input": {"command": f"touch {marker}"}}]},
-            {"steps": [{"kind": "text", "text": "Touched."}]},
-        ],
-    )
-    write_notebook(lab, "keys.ipynb", [model, "Touch the marker."])
-    open_notebook(page, lab, "keys.ipynb")
-    run_cell(page, 0)
-    wait_cell_done(page, 0)
-    run_cell(page, 1)
-    view = turn(page, 1)
+    call = ("bash", {"command": f"touch {marker}"})
+    view = _start_turn(page, lab, "keys", call, answer="Touched.", prompt="Touch the marker.")
     panel = view.locator(".ac-approval")
     expect(panel.locator(".ac-command")).to_have_text(f"$ touch {marker}", timeout=30_000)
     expect(panel.locator(".ac-approval-reason")).to_contain_text("Asked because bash would run")
@@ -147,20 +145,8 @@ def test_an_approval_is_headlined_by_its_command_and_y_allows_it(page: Page, lab
 
 
 def test_enter_in_the_steer_box_sends_and_the_transcript_says_it_was_delivered(page: Page, lab: Lab) -> None:
-    model = script(
-        lab,
-        "steer",
-        [
-            {"steps": [{"kind": "tool_call", "name": "python", "input": {"code": "import time\ntime.sleep(4)"}}]},
-            {"steps": [{"kind": "text", "text": "Using the median."}]},
-        ],
-    )
-    write_notebook(lab, "steer.ipynb", [model, "Measure it."])
-    open_notebook(page, lab, "steer.ipynb")
-    run_cell(page, 0)
-    wait_cell_done(page, 0)
-    run_cell(page, 1)
-    view = turn(page, 1)
+    sleep = ("python", {"code": "import time\ntime.sleep(4)"})
+    view = _start_turn(page, lab, "steer", sleep, answer="Using the median.", prompt="Measure it.")
     expect(view.locator(".ac-tool .ac-status")).to_have_text("running", timeout=30_000)
     box = view.locator(".ac-steer-input")
     cells = page.locator(".jp-Notebook .jp-Cell").count()
