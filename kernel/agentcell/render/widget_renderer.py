@@ -74,12 +74,11 @@ def output_price_mtok(session: Session) -> str | None:
     """The list price of a million output tokens of the session's model (for the live cost while a reply
     streams), None when the model has no known price."""
     from ..engine.budget import model_pricing
-    from ..errors import AgentCellError
     from ..usage import Usage
 
     try:
         pricing = model_pricing(session.engine.providers.resolve(session.agent.model))
-    except AgentCellError:  # an unknown model fails at the turn's first request, with its own message
+    except Exception:  # the price only decorates the footer; a model that cannot resolve fails in the turn
         return None
     return None if pricing is None else str(pricing(Usage(output_tokens=1_000_000)))
 

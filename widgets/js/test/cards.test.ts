@@ -262,8 +262,9 @@ describe("threads", () => {
       "counter → coordinator: (its answer, above)",
     ]);
     expect(createdAt).toBeGreaterThan(0);
-    const answers = [...root.querySelectorAll(".ac-thread .ac-message")].filter((m) => m.textContent?.includes("There are 3."));
-    expect(answers.length).toBe(1);
+    const answers = [...root.querySelectorAll(".ac-message, .ac-tool-output")].filter((m) => m.textContent?.trim() === "There are 3.");
+    expect(answers.length).toBe(1); // in the thread; its note and the wait_thread card point to it
+    expect(q(root, ".ac-thread-answer").textContent).toBe("counter's answer, shown in its thread.");
   });
 });
 

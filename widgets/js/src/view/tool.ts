@@ -203,6 +203,12 @@ export class ToolCard {
   private output(tool: ToolBlock): HTMLElement | null {
     if (!tool.output.length) return null;
     const out = h("div", { class: `ac-tool-output${tool.isError ? " ac-error" : ""}` });
+    const answeredBy = this.last && tool.name === "wait_thread" && !tool.isError ? threadWithAnswer(this.last[1], tool.output) : null;
+    if (answeredBy) {
+      // The thread's answer is in its own transcript: saying it again here would show it twice.
+      out.append(h("p", { class: "ac-note ac-thread-answer" }, `${answeredBy}'s answer, shown in its thread.`));
+      return out;
+    }
     tool.output.forEach((block, index) => {
       const display = tool.displays.find((d) => d.block === index);
       out.append(display ? displayView(display) : this.block(tool, block));
@@ -253,6 +259,21 @@ function announceWhenOffScreen(panel: HTMLElement, tool: string, action: string)
     if (panel.dispatchEvent(ask) && !document.title.startsWith(TITLE_FLAG)) document.title = TITLE_FLAG + title;
   });
   observer.observe(panel);
+}
+
+/** The thread whose last message is this output's text, when there is one (a wait_thread's answer). */
+function threadWithAnswer(state: TurnState, output: ContentBlock[]): string | null {
+  const text = output.map((b) => (b.type === "text" ? b.text : "")).join("").trim();
+  if (!text) return null;
+  for (const thread of state.threads.values()) {
+    for (let i = thread.order.length - 1; i >= 0; i -= 1) {
+      const block = state.blocks.get(thread.order[i] ?? "");
+      if (block?.kind !== "message") continue;
+      if (block.text.trim() === text) return thread.title;
+      break;
+    }
+  }
+  return null;
 }
 
 function toolCount(state: TurnState): number {
