@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from .records.common import PermissionPreset
+from .records.content import ContentBlock, ImageBlock, ImageSource, TextBlock, ToolDisplay
 from .records.envelope import EventEnvelope, ThreadId
 from .records.skill import PinnedSkill
 from .records.stop import BudgetReached, EndTurn, ErrorStop, Interrupted, MaxTurns, RequiresAction, StopReason
@@ -81,10 +82,12 @@ __all__ = [
     "SystemMessage",
     "TextBlock",
     "TextRubric",
+    "ToolDisplay",
     "UserCustomToolResult",
     "UserDefineOutcome",
     "UserInterrupt",
     "UserMessage",
+    "UserPermissionRevoked",
     "UserToolConfirmation",
     "event_adapter",
     "is_preview",
@@ -94,28 +97,6 @@ __all__ = [
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-# ---------------------------------------------------------------------------------------------- content
-
-
-class TextBlock(_Model):
-    type: Literal["text"] = "text"
-    text: str
-
-
-class ImageSource(_Model):
-    type: Literal["base64"] = "base64"
-    media_type: str
-    data: str
-
-
-class ImageBlock(_Model):
-    type: Literal["image"] = "image"
-    source: ImageSource
-
-
-ContentBlock: TypeAlias = Annotated[TextBlock | ImageBlock, Field(discriminator="type")]
 
 
 class _EventBase(_Model, EventEnvelope):
@@ -147,6 +128,18 @@ class UserToolConfirmation(_EventBase):
     result: Literal["allow", "deny"]
     remember: Literal["once", "always"] = "once"
     deny_message: str | None = None
+    keys: list[str] = []
+    """For an "always" answer: the rules it made, what later calls are answered by without asking
+    (``bash:execute``); the session rebuilds its rules from these when it is reopened."""
+    by_rule: bool = False
+    """Nobody was asked: an earlier "always" answer (a rule ``%permissions`` lists) decided."""
+
+
+class UserPermissionRevoked(_EventBase):
+    """The user revoked "always" rules (``%permissions revoke NAME``): calls under them ask again."""
+
+    type: Literal["user.permission_revoked"] = "user.permission_revoked"
+    keys: list[str]
 
 
 class UserCustomToolResult(_EventBase):
@@ -232,6 +225,8 @@ class AgentToolResult(_EventBase):
     """Set when the call was refused rather than run."""
     full_text: str | None = None
     """The whole output when ``content`` was cut for the model (itself capped at 1,000,000 characters)."""
+    displays: list[ToolDisplay] = []
+    """Richer forms of some ``content`` blocks for the tool card (the python tool's ``display()`` calls)."""
 
 
 class AgentServerToolUse(_EventBase):
@@ -375,6 +370,10 @@ class ErrorInfo(_Model):
     ``authentication_error``, ``protocol_error``, ``unknown_error``..."""
     message: str
     retry_status: Literal["retrying", "exhausted", "terminal"] = "terminal"
+    attempt: int | None = None
+    """For a failed model request: which attempt at it failed, from 1 (a ``retrying`` error's next is +1)."""
+    max_attempts: int | None = None
+    """How many attempts the engine makes at the request in all."""
 
 
 class SessionError(_EventBase):
@@ -499,6 +498,7 @@ Event: TypeAlias = Annotated[
     UserMessage
     | UserInterrupt
     | UserToolConfirmation
+    | UserPermissionRevoked
     | UserCustomToolResult
     | UserDefineOutcome
     | SystemMessage

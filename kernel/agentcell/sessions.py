@@ -50,8 +50,11 @@ from .records.agent import Agent, materialize
 from .records.common import UNSET, PermissionPreset, Unset
 from .records.session import SessionRecord
 from .records.workflow import WorkflowPlan
-from .tools.approvals import ApprovalAnswer, ApprovalBroker
+from .tools.approvals import ApprovalAnswer, ApprovalBroker, rules_from_events
 from .usage import Budget, Usage
+
+RULE_EVENT_TYPES = ("user.tool_confirmation", "user.permission_revoked")
+"""The events that make and revoke a session's "always" approval rules."""
 
 if TYPE_CHECKING:
     from .core import Engine
@@ -83,6 +86,8 @@ class Session:
         ``session.approver = session.approvals`` and answers with :meth:`confirm_tool`."""
         self.approvals = ApprovalBroker(on_answer=self._record_confirmation)
         """Tool calls of this session waiting for approval: ``.pending()``; answer with ``confirm_tool``."""
+        # "Always" answers are in the log, so they hold again when the session is reopened.
+        self.approvals.restore(rules_from_events(self._log.events(types=RULE_EVENT_TYPES)))
 
     def _deps(self) -> TurnDeps:
         engine = self._engine
@@ -377,6 +382,8 @@ class Session:
             result=answer.result,
             remember=answer.remember,
             deny_message=answer.deny_message,
+            keys=list(answer.keys),
+            by_rule=answer.by_rule,
         )
         self._log.emit(confirmation)
 

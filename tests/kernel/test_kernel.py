@@ -63,6 +63,10 @@ def test_magics_answer_and_mistakes_are_one_line(kernel_env: dict[str, str]) -> 
         assert execute(kc, "%budget off").stdout.strip() == "budget: none"
         assert "title: My study" in execute(kc, "%session title My study").stdout
         assert "permissions: read-only" in execute(kc, "%permissions read-only").stdout
+        assert execute(kc, "%permissions").stdout.splitlines() == [
+            "permissions: read-only",
+            "always rules: none (an approval's Allow always adds one)",
+        ]
         assert "system prompt set (agent v2)" in execute(kc, "%system Be terse.").stdout
         assert "Be terse." in execute(kc, "%system").stdout
         assert "model: scripted (agent v3)" in execute(kc, "%model scripted max_tokens=64").stdout
@@ -76,6 +80,7 @@ def test_magics_answer_and_mistakes_are_one_line(kernel_env: dict[str, str]) -> 
         for bad, message in [
             ("%budget lots", "a budget is an amount in USD"),
             ("%permissions everything", "unknown permission preset"),
+            ("%permissions revoke bash", "no always rule named 'bash'"),
             ("%model scripted max_tokens=many", "max_tokens must be int"),
             ("%agent pin 99", "has no version 99"),
             ("%tools enable teleport", "unknown tool teleport"),

@@ -84,20 +84,20 @@ def test_a_retried_request_shows_only_the_retry() -> None:
 
 def test_a_thread_is_nested_under_its_spawn_call_with_its_status() -> None:
     shown = markdown("threads")
-    assert shown.index("spawn_thread") < shown.index("<details><summary>🧵 thread counter (scripted) — end_turn")
+    assert shown.index("spawn_thread") < shown.index("<details><summary>🧵 thread counter (scripted) — finished")
     assert "There are 3." in shown and "🔧 **add** — completed" in shown
-    assert "🧵 thread counter (scripted) — end_turn</summary>" in html("threads")
+    assert "🧵 thread counter (scripted) — finished</summary>" in html("threads")
 
 
 def test_an_outcome_appears_with_its_status_and_verdicts() -> None:
     shown = markdown("outcome")
     assert "🎯 **Outcome — satisfied · cycle 2 of up to 3**" in shown
     assert "> A haiku about autumn." in shown
-    assert "- revision 0: **needs_revision** — The lines are not 5-7-5." in shown
-    assert "- revision 1: **satisfied** — Three lines, 5-7-5, about autumn." in shown
+    assert "- cycle 1: needs revision — Grader: The lines are not 5-7-5." in shown
+    assert "- cycle 2: satisfied — Grader: Three lines, 5-7-5, about autumn." in shown
     page = html("outcome")
     assert '<section class="agentcell-fallback-outcome">' in page
-    assert "revision 0: <strong>needs_revision</strong>" in page
+    assert "cycle 1: needs revision — Grader: The lines are not 5-7-5." in page
     assert "[outcome: satisfied]" in fold(turns("outcome")[0]).to_text()
 
 
@@ -113,9 +113,9 @@ def test_a_custom_tool_waits_for_the_client_and_a_budget_stops_the_turn() -> Non
 def test_steered_guidance_is_a_note_not_the_prompt_and_undelivered_guidance_says_so() -> None:
     first, second = (fold(items) for items in turns("steer"))
     assert first.prompt == "Measure it"
-    assert "> ↪ _steered: use the median, not the mean_" in first.to_markdown()
+    assert "> ↪ _Steer delivered: use the median, not the mean_" in first.to_markdown()
     assert "The median is 3." in first.text
-    assert "↪ not delivered (the turn ended first): hurry up" in html("steer", 1)
+    assert "↪ Steer not delivered (the turn ended before the next step): hurry up" in html("steer", 1)
     assert second.prompt == "Now dawdle"
 
 

@@ -115,6 +115,6 @@ def test_a_sub_agent_thread_is_nested_under_the_call_that_spawned_it() -> None:
     view.apply(ev.SessionThreadStatusIdle(**{**env("i"), "thread_id": "thr_1"}, stop_reason=ev.EndTurn()))
     assert view.text == ""  # the thread's words are not the coordinator's
     markdown = view.to_markdown()
-    assert markdown.index("spawn_thread") < markdown.index("<details><summary>🧵 thread counter (scripted) — end_turn")
+    assert markdown.index("spawn_thread") < markdown.index("<details><summary>🧵 thread counter (scripted) — finished")
     assert "I counted 3." in markdown
     assert view.turn_usage.list_cost == Decimal("0.001")  # the turn pays for its threads

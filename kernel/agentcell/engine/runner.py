@@ -251,7 +251,12 @@ class TurnRunner:
                 except ProviderError as error:
                     self._end_span(start, cut_short_usage(accumulator.usage, state, request), pricing, worst)
                     retry = state.shown and error.retryable and attempt < ENGINE_RETRY.max_retries
-                    self._emit_error(_error_type(error), str(error), "retrying" if retry else "terminal")
+                    self._emit_error(
+                        _error_type(error),
+                        str(error),
+                        "retrying" if retry else "terminal",
+                        attempt=(attempt + 1, ENGINE_RETRY.max_retries + 1),
+                    )
                     if not retry:
                         raise TurnFailedError(str(error)) from error
                     await asyncio.sleep(ENGINE_RETRY.delay(attempt, error.retry_after))
@@ -404,6 +409,7 @@ class TurnRunner:
                 content=list(result.content),
                 is_error=result.is_error,
                 full_text=result.full_text,
+                displays=list(result.displays),
                 error_code=result.error_code if result.is_error else None,
                 denied_by=result.denied_by,
             )
@@ -420,14 +426,13 @@ class TurnRunner:
         error_type: str,
         message: str,
         retry_status: Literal["retrying", "exhausted", "terminal"] = "terminal",
+        *,
+        attempt: tuple[int, int] | None = None,
     ) -> None:
-        self.log.emit(
-            self.log.make(
-                SessionError,
-                thread_id=self.thread_id,
-                error=ErrorInfo(type=error_type, message=message, retry_status=retry_status),
-            )
-        )
+        """``attempt``: (which attempt at a model request failed, how many the engine makes)."""
+        number, of = attempt if attempt is not None else (None, None)
+        info = ErrorInfo(type=error_type, message=message, retry_status=retry_status, attempt=number, max_attempts=of)
+        self.log.emit(self.log.make(SessionError, thread_id=self.thread_id, error=info))
 
 
 def _error_type(error: ProviderError) -> str:

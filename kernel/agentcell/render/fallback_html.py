@@ -17,7 +17,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from ..events import ImageBlock, TextBlock
-from .markdown import clip, outcome_heading, skill_line  # the same clipping and wording as the Markdown fallback
+from .markdown import clip, outcome_heading, skill_line, thread_state, verdict_line  # the Markdown fallback's wording
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -80,7 +80,7 @@ def fallback_html(view: TurnFold, *, footer: str) -> str:
 def _thread_html(view: TurnFold, thread: str) -> str:
     title = escape(view.thread_titles.get(thread, thread))
     inner = view.threads[thread]
-    status = escape(inner.status)
+    status = escape(thread_state(inner.status))
     body = "\n".join([*_blocks_html(inner), *(f"<p>⚠️ {escape(error)}</p>" for error in inner.errors)])
     return f"<details><summary>🧵 thread {title} — {status}</summary>{body}</details>"
 
@@ -142,12 +142,7 @@ def _outcome_html(outcome: OutcomeState) -> str:
         parts.append(f"<details><summary>Rubric</summary><pre>{escape(clip(outcome.rubric))}</pre></details>")
     verdicts = sorted(outcome.verdicts, key=lambda v: v.iteration)
     if verdicts:
-        items = "".join(
-            f"<li>revision {v.iteration}: <strong>{escape(v.result or 'evaluating…')}</strong>"
-            + (f" — {escape(v.explanation)}" if v.explanation else "")
-            + "</li>"
-            for v in verdicts
-        )
+        items = "".join(f"<li>{escape(verdict_line(v))}</li>" for v in verdicts)
         parts.append(f"<ul>{items}</ul>")
     return '<section class="agentcell-fallback-outcome">' + "".join(parts) + "</section>"
 

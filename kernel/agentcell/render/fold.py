@@ -165,11 +165,11 @@ class TurnFold:
     def _apply_own(self, item: StreamItem) -> None:
         match item:
             case UserMessage() if item.steered:
-                self._note(item.id, "steered: " + _text(item.content))
+                self._note(item.id, "Steer delivered: " + _text(item.content))
             case UserMessage():
                 self.prompt = _text(item.content)
             case SessionSteerUndelivered():
-                self._note(item.id, "not delivered (the turn ended first): " + _text(item.content))
+                self._note(item.id, "Steer not delivered (the turn ended before the next step): " + _text(item.content))
             case EventStart():
                 kind = "message" if item.event.type == "agent.message" else "thinking"
                 self._open(kind, item.event.id, preview=True)

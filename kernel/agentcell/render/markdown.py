@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING
 
 from .._format import format_cache_saving, format_cost, format_usd
 from ..events import ImageBlock, TextBlock
+from .statuses import RUNNING
 
 if TYPE_CHECKING:
     from ..events import SessionSkillActivated
     from ..usage import Usage
-    from .fold import OutcomeState, ToolState, TurnFold
+    from .fold import OutcomeState, ToolState, TurnFold, Verdict
 
 __all__ = [
     "MAX_TOOL_TEXT",
@@ -20,9 +21,11 @@ __all__ = [
     "footer",
     "outcome_heading",
     "skill_line",
+    "thread_state",
     "turn_markdown",
     "turn_text",
     "usage_line",
+    "verdict_line",
 ]
 
 MAX_TOOL_TEXT = 2_000
@@ -60,6 +63,19 @@ def footer(fold: TurnFold) -> str:
     """The last line of a finished turn: what context it carried, its usage and why it stopped."""
     context = f"{fold.context_line} · " if fold.context_line else ""
     return context + usage_line(fold) + (f" · stop: {fold.stop_reason}" if fold.stop_reason else "")
+
+
+def thread_state(status: str) -> str:
+    """A thread's status for people: running, finished, or finished with why when not the end of its turn."""
+    if status == RUNNING:
+        return "running"
+    return "finished" if status == "end_turn" else f"finished: {status.replace('_', ' ')}"
+
+
+def verdict_line(verdict: Verdict) -> str:
+    """One revision cycle, numbered from 1 as the outcome's heading counts cycles, with the grader's words."""
+    said = f" — Grader: {verdict.explanation}" if verdict.explanation else ""
+    return f"cycle {verdict.iteration + 1}: {(verdict.result or 'evaluating…').replace('_', ' ')}{said}"
 
 
 def outcome_heading(outcome: OutcomeState) -> str:
@@ -101,7 +117,7 @@ def _thread_markdown(fold: TurnFold, thread: str) -> str:
     title = fold.thread_titles.get(thread, thread)
     inner = fold.threads[thread]
     body = "\n\n".join(_blocks_markdown(inner) + [f"> ⚠️ {error}" for error in inner.errors]) or "_…_"
-    return f"<details><summary>🧵 thread {title} — {inner.status}</summary>\n\n{body}\n\n</details>"
+    return f"<details><summary>🧵 thread {title} — {thread_state(inner.status)}</summary>\n\n{body}\n\n</details>"
 
 
 def skill_line(skill: SessionSkillActivated) -> str:
@@ -139,8 +155,7 @@ def _outcome_markdown(outcome: OutcomeState) -> str:
     if outcome.rubric:
         lines.append(f"<details><summary>Rubric</summary>\n\n```text\n{clip(outcome.rubric)}\n```\n\n</details>")
     for verdict in sorted(outcome.verdicts, key=lambda v: v.iteration):
-        said = f" — {verdict.explanation}" if verdict.explanation else ""
-        lines.append(f"- revision {verdict.iteration}: **{verdict.result or 'evaluating…'}**{said}")
+        lines.append(f"- {verdict_line(verdict)}")
     return "\n\n".join(lines)
 
 

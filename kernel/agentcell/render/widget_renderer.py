@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from .. import Session, StreamItem, TurnResult
     from ..tools.base import ApprovalDecision, ApprovalRequest
 
-__all__ = ["HELLO_GRACE", "WidgetRenderer", "compact", "turn_costs"]
+__all__ = ["HELLO_GRACE", "WidgetRenderer", "compact", "output_price_mtok", "turn_costs"]
 
 SPARKLINE_TURNS = 30
 """Earlier turns whose cost the widget's sparkline shows."""
@@ -70,6 +70,19 @@ def turn_costs(session: Session, *, limit: int = SPARKLINE_TURNS) -> list[str]:
     return [str(c or 0) for c in costs[-limit:]]
 
 
+def output_price_mtok(session: Session) -> str | None:
+    """The list price of a million output tokens of the session's model (for the live cost while a reply
+    streams), None when the model has no known price."""
+    from ..engine.budget import model_pricing
+    from ..usage import Usage
+
+    try:
+        pricing = model_pricing(session.engine.providers.resolve(session.agent.model))
+    except Exception:  # the price only decorates the footer; a model that cannot resolve fails in the turn
+        return None
+    return None if pricing is None else str(pricing(Usage(output_tokens=1_000_000)))
+
+
 class WidgetRenderer:
     """One turn's widget. Created on the kernel's loop by the host; see the module docstring."""
 
@@ -91,6 +104,7 @@ class WidgetRenderer:
             "agent_version": agent.version,
             "preset": session.record.permissions,
             "turn_costs": turn_costs(session),
+            "output_price_mtok": output_price_mtok(session),
         }
         self._log: list[dict[str, Any]] = [context]
         """Everything sent to the browser this turn, in order; a view that missed some asks from an index."""
@@ -159,7 +173,10 @@ class WidgetRenderer:
 
     async def _ask(self, request: ApprovalRequest) -> ApprovalDecision | bool:
         """The session's approver during the turn: once a view is live, show the request in the widget and
-        wait for the session's broker (answered by ``confirm_tool`` when the user clicks)."""
+        wait for the session's broker (answered by ``confirm_tool`` when the user clicks). A request an
+        "always" rule answers needs no view: the broker answers it at once."""
+        if self._session.approvals.recall(request.keys) is not None:
+            return await self._session.approvals(request)
         if not self._live:
             grace = self._shown_at + HELLO_GRACE - time.monotonic()
             if grace > 0:

@@ -15,15 +15,29 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
 from ..errors import InvalidInputError
+from ..events import Event, UserPermissionRevoked, UserToolConfirmation
 from .base import ApprovalDecision, ApprovalRequest
 
-__all__ = ["ApprovalAnswer", "ApprovalBroker"]
+__all__ = ["ApprovalAnswer", "ApprovalBroker", "rules_from_events"]
+
+
+def rules_from_events(events: Iterable[Event]) -> dict[str, bool]:
+    """The "always" rules a session's log leaves in force: each ``user.tool_confirmation`` answered
+    "always" makes its keys' rules (allow or deny), each ``user.permission_revoked`` drops some, in order."""
+    rules: dict[str, bool] = {}
+    for event in events:
+        if isinstance(event, UserToolConfirmation) and event.remember == "always":
+            rules.update(dict.fromkeys(event.keys, event.result == "allow"))
+        elif isinstance(event, UserPermissionRevoked):
+            for key in event.keys:
+                rules.pop(key, None)
+    return rules
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +48,10 @@ class ApprovalAnswer:
     result: Literal["allow", "deny"]
     remember: Literal["once", "always"] = "once"
     deny_message: str | None = None
+    keys: tuple[str, ...] = ()
+    """For an "always" answer: the keys it is remembered under (the rules it made)."""
+    by_rule: bool = False
+    """Nobody was asked: a remembered "always" answer decided."""
 
 
 @dataclass(slots=True)
@@ -62,6 +80,9 @@ class ApprovalBroker:
     async def __call__(self, request: ApprovalRequest) -> ApprovalDecision:
         known = self._recall(request.keys)
         if known is not None:
+            if self._on_answer is not None:  # the log says which rule let the call run (or refused it)
+                result: Literal["allow", "deny"] = "allow" if known else "deny"
+                self._on_answer(ApprovalAnswer(request.call.tool_use_id, result, "always", None, (), by_rule=True))
             return ApprovalDecision(allow=known, remember="always")
         loop = asyncio.get_running_loop()
         tool_use_id = request.call.tool_use_id
@@ -125,7 +146,8 @@ class ApprovalBroker:
             if remember == "always":
                 for key in pending.request.keys:
                     self._remembered[key] = result == "allow"
-        answer = ApprovalAnswer(tool_use_id, result, remember, message if result == "deny" else None)
+        keys = pending.request.keys if remember == "always" else ()
+        answer = ApprovalAnswer(tool_use_id, result, remember, message if result == "deny" else None, keys)
         decision = ApprovalDecision(allow=result == "allow", remember=remember, message=answer.deny_message)
         on_answer = self._on_answer
 
@@ -159,6 +181,20 @@ class ApprovalBroker:
         """Drop every "always" answer; the next such call asks again."""
         with self._lock:
             self._remembered.clear()
+
+    def restore(self, rules: Mapping[str, bool]) -> None:
+        """Take up "always" answers given before (a reopened session's, from its log)."""
+        with self._lock:
+            self._remembered.update(rules)
+
+    def revoke(self, keys: Iterable[str]) -> list[str]:
+        """Drop the "always" answers under ``keys``; returns those there were."""
+        with self._lock:
+            return [key for key in keys if self._remembered.pop(key, None) is not None]
+
+    def recall(self, keys: tuple[str, ...]) -> bool | None:
+        """How remembered "always" answers decide a request with ``keys``: True, False, or None (ask)."""
+        return self._recall(keys)
 
     def _recall(self, keys: tuple[str, ...]) -> bool | None:
         if not keys:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
-from ..events import ContentBlock, DeniedBy, TextBlock
+from ..events import ContentBlock, DeniedBy, TextBlock, ToolDisplay
 from ..providers.base import ToolSchema
 
 if TYPE_CHECKING:
@@ -66,6 +66,8 @@ class ToolResult(BaseModel):
     """The untruncated text output when ``content`` was shortened for the model (itself capped)."""
     denied_by: DeniedBy | None = None
     """Who refused the call, when the pipeline refused it rather than run it (set by the registry)."""
+    displays: tuple[ToolDisplay, ...] = ()
+    """Richer forms of some ``content`` blocks, for people (see ``events.ToolDisplay``)."""
 
     @classmethod
     def text(cls, text: str) -> ToolResult:

@@ -59,4 +59,6 @@ def truncate(result: ToolResult, max_model_chars: int, max_log_chars: int) -> To
     if len(full) > max_log_chars:
         full = full[:max_log_chars] + f"\n[... cut at {max_log_chars:,} of {len(full):,} characters]"
     images = tuple(block for block in result.content if isinstance(block, ImageBlock))
-    return result.model_copy(update={"content": (TextBlock(text=shown), *images), "full_text": full})
+    # The text blocks became one, so displays standing for text blocks have nothing left to stand for.
+    update = {"content": (TextBlock(text=shown), *images), "full_text": full, "displays": ()}
+    return result.model_copy(update=update)

@@ -4,9 +4,19 @@
  */
 
 import { parseMoney } from "./money";
-import { type Block, type Outcome, type Thread, type ThinkingBlock, type ToolBlock, type TurnState, emptyState } from "./state";
+import {
+  type Block,
+  type Outcome,
+  type Thread,
+  type ThinkingBlock,
+  type ToolBlock,
+  type TurnState,
+  type UsageSums,
+  emptyState,
+  emptyUsage,
+} from "./state";
 import { RUNNING, threadStatus } from "./status";
-import { type ContextItem, type Item, type UsageJson, contentBlocks, num, str, textOf } from "./types";
+import { type ContextItem, type Item, type UsageJson, contentBlocks, num, str, textOf, toolDisplays } from "./types";
 
 export function fold(items: Iterable<Item>): TurnState {
   const state = emptyState();
@@ -16,6 +26,7 @@ export function fold(items: Iterable<Item>): TurnState {
 
 export function apply(state: TurnState, item: Item): void {
   state.version += 1;
+  if (!state.startedAt && typeof item.created_at === "string" && item.type !== "widget.context") state.startedAt = item.created_at;
   const handler = HANDLERS[item.type];
   if (handler) handler(state, item);
 }
@@ -42,10 +53,11 @@ const HANDLERS: Record<string, Handler> = {
   },
   "user.message": (state, item) => {
     const text = textOf(contentBlocks(item.content));
-    if (item.steered === true) note(state, item, `steered: ${text}`);
+    if (item.steered === true) note(state, item, `Steer delivered: ${text}`);
     else state.prompt = text;
   },
-  "session.steer_undelivered": (state, item) => note(state, item, `not delivered (the turn ended first): ${textOf(contentBlocks(item.content))}`),
+  "session.steer_undelivered": (state, item) =>
+    note(state, item, `Steer not delivered (the turn ended before the next step): ${textOf(contentBlocks(item.content))}`),
   "user.interrupt": (state, item) => {
     // With a thread_id only that thread was stopped; its coordinator goes on.
     if (!item.thread_id) state.interruptRequested = true;
@@ -55,7 +67,7 @@ const HANDLERS: Record<string, Handler> = {
     if (!tool) return;
     const result = item.result === "allow" ? "allow" : "deny";
     const message = typeof item.deny_message === "string" ? item.deny_message : null;
-    tool.confirmation = { result, remember: str(item.remember, "once"), message, at: item.created_at ?? null };
+    tool.confirmation = { result, remember: str(item.remember, "once"), message, at: item.created_at ?? null, byRule: item.by_rule === true };
   },
   event_start: (state, item) => {
     const ref = (item.event ?? {}) as { type?: unknown; id?: unknown };
@@ -71,6 +83,7 @@ const HANDLERS: Record<string, Handler> = {
     const delta = (item.delta ?? {}) as { content?: { type?: unknown; text?: unknown } };
     const text = delta.content?.type === "text" ? str(delta.content.text) : "";
     if (block?.kind === "message" && block.streaming) block.text += text;
+    if (!item.thread_id && state.request) state.request.streamedChars += text.length;
   },
   "agent.message": (state, item) => {
     const id = str(item.id);
@@ -111,6 +124,7 @@ const HANDLERS: Record<string, Handler> = {
     if (!tool) return;
     tool.answered = true;
     tool.output = contentBlocks(item.content);
+    tool.displays = toolDisplays(item.displays);
     tool.isError = item.is_error === true;
     tool.errorCode = typeof item.error_code === "string" ? item.error_code : null;
     tool.deniedBy = typeof item.denied_by === "string" ? item.denied_by : null;
@@ -126,10 +140,25 @@ const HANDLERS: Record<string, Handler> = {
     tool.endedAt = item.created_at ?? null;
   },
   "span.model_request_start": (state, item) => {
+    if (item.thread_id) return;
     if (typeof item.model === "string" && item.model) state.model = item.model;
+    state.request = {
+      model: str(item.model, state.model),
+      preparing: typeof item.preparing === "string" && item.preparing ? item.preparing : null,
+      maxTokens: typeof item.max_tokens === "number" ? item.max_tokens : null,
+      shortenedFrom: typeof item.budget_shortened_from === "number" ? item.budget_shortened_from : null,
+      started: false,
+      streamedChars: 0,
+    };
   },
   "span.model_request_end": (state, item) => {
-    addUsage(state, (item.model_usage ?? {}) as UsageJson);
+    const usage = (item.model_usage ?? {}) as UsageJson;
+    addUsage(state.turnUsage, usage);
+    if (item.thread_id) addUsage(thread(state, item.thread_id).usage, usage);
+    else {
+      state.request = null;
+      state.retries = item.is_error === true ? state.retries : 0;
+    }
     if (item.is_error === true) {
       // A failed attempt's previews are abandoned: its retry streams afresh under new ids.
       for (const id of state.previewed) drop(state, id);
@@ -141,13 +170,17 @@ const HANDLERS: Record<string, Handler> = {
     state.budget = (item.budget ?? null) as TurnState["budget"];
   },
   "session.error": (state, item) => {
-    const error = (item.error ?? {}) as { type?: unknown; message?: unknown; retry_status?: unknown };
+    const error = (item.error ?? {}) as { type?: unknown; message?: unknown; retry_status?: unknown; attempt?: unknown; max_attempts?: unknown };
+    const retrying = error.retry_status === "retrying";
+    if (retrying && !item.thread_id) state.retries += 1;
     open(state, item.thread_id ?? null, {
       kind: "error",
       id: str(item.id, `error-${state.version}`),
       errorType: str(error.type, "error"),
       message: str(error.message),
       retry: str(error.retry_status, "terminal"),
+      attempt: num(error.attempt) || (retrying ? state.retries : 0),
+      maxAttempts: num(error.max_attempts),
     });
   },
   // The primary thread's status; spawned threads have session.thread_status_* instead.
@@ -157,6 +190,8 @@ const HANDLERS: Record<string, Handler> = {
   "session.status_idle": (state, item) => {
     const stop = (item.stop_reason ?? {}) as { type?: unknown; message?: unknown };
     state.status = "idle";
+    state.request = null;
+    state.endedAt = item.created_at ?? null;
     state.stopReason = str(stop.type, "end_turn");
     state.stopDetail = typeof stop.message === "string" ? stop.message : null;
   },
@@ -223,7 +258,10 @@ const HANDLERS: Record<string, Handler> = {
   // own thread_id is the coordinator's).
   "session.thread_created": (state, item) => {
     const id = str(item.session_thread_id);
-    if (id) thread(state, id).title = str(item.agent_name, id);
+    if (!id) return;
+    const t = thread(state, id);
+    t.title = str(item.agent_name, id);
+    t.model = str(item.model);
   },
   "session.thread_status_running": (state, item) => {
     if (item.thread_id) thread(state, item.thread_id).status = RUNNING;
@@ -256,6 +294,7 @@ function outcomeFrom(state: TurnState, id: string, data: Record<string, unknown>
  * order is the log's, as the fold of the saved state has it.
  */
 function open(state: TurnState, threadId: string | null, fresh: Block, preview = false): Block {
+  if (!threadId && state.request && fresh.kind !== "note" && fresh.kind !== "error") state.request.started = true;
   const order = threadId ? thread(state, threadId).order : state.order;
   const existing = state.blocks.get(fresh.id);
   if (preview) {
@@ -280,7 +319,7 @@ function drop(state: TurnState, id: string): void {
 function thread(state: TurnState, id: string): Thread {
   let found = state.threads.get(id);
   if (!found) {
-    found = { id, title: id, status: RUNNING, order: [] };
+    found = { id, title: id, model: "", usage: emptyUsage(), status: RUNNING, order: [] };
     state.threads.set(id, found);
   }
   return found;
@@ -290,11 +329,33 @@ function note(state: TurnState, item: Item, text: string): void {
   open(state, item.thread_id ?? null, { kind: "note", id: str(item.id, `note-${state.version}`), text });
 }
 
-function threadNote(state: TurnState, item: Item, arrow: string, peerId: unknown): void {
+/** The name of a thread's agent as notes show it; the primary thread is the turn's own agent. */
+function threadName(state: TurnState, threadId: unknown): string {
+  if (typeof threadId === "string" && threadId) return state.threads.get(threadId)?.title || threadId;
+  return state.context?.agent_name || "coordinator";
+}
+
+/**
+ * A message between threads, with both agents' names ("counter → coordinator"). A thread sending back the
+ * answer it just gave in its own transcript says so instead of repeating it.
+ */
+function threadNote(state: TurnState, item: Item, arrow: "→" | "←", peerId: unknown): void {
   const id = str(item.id, `note-${state.version}`);
-  const text = textOf(contentBlocks(item.content));
-  const peer = typeof peerId === "string" ? (state.threads.get(peerId)?.title ?? peerId) : "main thread";
-  open(state, item.thread_id ?? null, { kind: "note", id, text: `${arrow} ${peer}: ${text}` });
+  let text = textOf(contentBlocks(item.content));
+  const self = threadName(state, item.thread_id);
+  const peer = threadName(state, peerId);
+  if (arrow === "→" && item.thread_id && text && text === lastMessage(state, item.thread_id)) text = "(its answer, above)";
+  const names = arrow === "→" ? `${self} → ${peer}` : `${self} ← ${peer}`;
+  open(state, item.thread_id ?? null, { kind: "note", id, text: `${names}: ${text}` });
+}
+
+function lastMessage(state: TurnState, threadId: string): string {
+  const order = state.threads.get(threadId)?.order ?? [];
+  for (let i = order.length - 1; i >= 0; i -= 1) {
+    const block = state.blocks.get(order[i] ?? "");
+    if (block?.kind === "message") return block.text;
+  }
+  return "";
 }
 
 function openTool(state: TurnState, item: Item, runner: "engine" | "custom" | "server"): void {
@@ -310,6 +371,7 @@ function openTool(state: TurnState, item: Item, runner: "engine" | "custom" | "s
     startedAt: item.created_at ?? null,
     endedAt: null,
     output: [],
+    displays: [],
     fullText: null,
     isError: false,
     errorCode: null,
@@ -326,8 +388,7 @@ function toolBlock(state: TurnState, id: string): ToolBlock | null {
   return block?.kind === "tool" ? block : null;
 }
 
-function addUsage(state: TurnState, usage: UsageJson): void {
-  const sums = state.turnUsage;
+function addUsage(sums: UsageSums, usage: UsageJson): void {
   sums.input += num(usage.input_tokens);
   sums.output += num(usage.output_tokens);
   sums.cacheRead += num(usage.cache_read_input_tokens);
@@ -335,6 +396,8 @@ function addUsage(state: TurnState, usage: UsageJson): void {
   sums.cost += parseMoney(usage.list_cost);
   // Usage logged before uncached_cost existed had no discount to report: uncached, it cost its list cost.
   sums.uncached += parseMoney(usage.uncached_cost ?? usage.list_cost);
+  // A request of a model without a list price has no cost (not a cost of $0): the engine counts them.
+  sums.unpriced += num(usage.unpriced_requests);
 }
 
 function latestRevision(state: TurnState): string {

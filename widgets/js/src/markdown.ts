@@ -17,6 +17,7 @@ import typescript from "highlight.js/lib/languages/typescript";
 import xml from "highlight.js/lib/languages/xml";
 import yaml from "highlight.js/lib/languages/yaml";
 import { Marked, type Token, type Tokens } from "marked";
+import { mathExtension, typeset } from "./math";
 
 for (const [name, language] of Object.entries({ bash, diff, javascript, json, python, sql, typescript, xml, yaml })) {
   hljs.registerLanguage(name, language);
@@ -40,24 +41,42 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-/** Code blocks get a copy button; the view handles its clicks by delegation (no inline handlers). */
-export function codeBlockHtml(code: string, language: string): string {
+/**
+ * Code blocks get Copy and, in the agent's replies, "Insert below" (a new cell with the code); the view
+ * handles their clicks by delegation (no inline handlers).
+ */
+export function codeBlockHtml(code: string, language: string, { insert = false } = {}): string {
   const lang = escapeHtml(language.trim().split(/\s+/)[0] ?? "");
+  const insertButton = insert
+    ? `<button type="button" class="ac-insert" aria-label="Insert below as a cell" title="Insert below as a cell">Insert below</button>`
+    : "";
   return (
-    `<div class="ac-code"><button type="button" class="ac-copy" aria-label="Copy code">Copy</button>` +
+    `<div class="ac-code"><span class="ac-code-actions">${insertButton}<button type="button" class="ac-copy" aria-label="Copy code">Copy</button></span>` +
     `<pre><code class="hljs${lang ? ` language-${lang}` : ""}">${highlight(code, language)}</code></pre></div>`
   );
 }
 
-const marked = new Marked({
-  gfm: true,
-  breaks: false,
-  renderer: {
-    code({ text, lang }: Tokens.Code): string {
-      return codeBlockHtml(text, lang ?? "");
+/** A task list's box, read-only: the model's text cannot make a form control. */
+function checkboxHtml(checked: boolean): string {
+  const label = checked ? "done" : "not done";
+  return `<span class="ac-task${checked ? " ac-task-checked" : ""}" role="checkbox" aria-checked="${checked}" aria-disabled="true" aria-label="${label}"></span> `;
+}
+
+const marked = new Marked(
+  {
+    gfm: true,
+    breaks: false,
+    renderer: {
+      code({ text, lang }: Tokens.Code): string {
+        return codeBlockHtml(text, lang ?? "", { insert: true });
+      },
+      checkbox({ checked }: Tokens.Checkbox): string {
+        return checkboxHtml(checked);
+      },
     },
   },
-});
+  mathExtension,
+);
 
 let purifier: ReturnType<typeof DOMPurify> | null = null;
 
@@ -102,6 +121,30 @@ export function sanitize(html: string): string {
 
 export function renderMarkdown(text: string): string {
   return sanitize(marked.parser(marked.lexer(text)));
+}
+
+/**
+ * Put sanitised HTML into `el` and finish it in the DOM: math typeset by KaTeX, and each image the
+ * sanitiser blocked replaced by a visible placeholder with its alt text (the user learns something was
+ * left out, and what).
+ */
+export function setRichHtml(el: Element, html: string): void {
+  el.innerHTML = html;
+  enhance(el);
+}
+
+export function enhance(el: Element): void {
+  for (const img of el.querySelectorAll("img[data-blocked]")) {
+    const alt = img.getAttribute("alt")?.trim() ?? "";
+    const placeholder = document.createElement("span");
+    placeholder.className = "ac-image-blocked";
+    placeholder.setAttribute("role", "img");
+    placeholder.setAttribute("aria-label", `image not loaded: ${alt || "no description"}`);
+    placeholder.title = "Images from other sites are not loaded: the model chose the address";
+    placeholder.textContent = `🖼 ${alt || "image"} (not loaded: from another site)`;
+    img.replaceWith(placeholder);
+  }
+  typeset(el);
 }
 
 /** Top-level tokens with their source, for rendering a growing text piece by piece. */

@@ -1,6 +1,6 @@
 /** The folded state of one turn. Only `fold.ts` writes it; the views read it. */
 
-import type { BudgetJson, ContentBlock, ContextItem, UsageJson } from "./types";
+import type { BudgetJson, ContentBlock, ContextItem, ToolDisplay, UsageJson } from "./types";
 
 export interface MessageBlock {
   kind: "message";
@@ -42,6 +42,8 @@ export interface ToolBlock {
   startedAt: string | null;
   endedAt: string | null;
   output: ContentBlock[];
+  /** Richer forms of some output blocks for people (what the python tool's code displayed), by block index. */
+  displays: ToolDisplay[];
   fullText: string | null;
   isError: boolean;
   /** The result's `error_code` (DENIED, DECLINED, INTERRUPTED, TOOL_FAILED...) and, for a refusal, `denied_by`. */
@@ -50,7 +52,8 @@ export interface ToolBlock {
   answered: boolean;
   /** Set when the kernel forwarded this call's approval request to the widget. */
   approval: { reason: string; preset: string } | null;
-  confirmation: { result: "allow" | "deny"; remember: string; message: string | null; at: string | null } | null;
+  /** byRule: nobody was asked, an earlier "always" answer (a rule %permissions lists) decided. */
+  confirmation: { result: "allow" | "deny"; remember: string; message: string | null; at: string | null; byRule: boolean } | null;
   /** Set when the call activated a skill: the card shows the skill rather than a plain tool. */
   skill: SkillActivation | null;
 }
@@ -61,6 +64,9 @@ export interface ErrorBlock {
   errorType: string;
   message: string;
   retry: string;
+  /** For a retried failure: which attempt failed (from 1) and how many the engine makes (0: not said). */
+  attempt: number;
+  maxAttempts: number;
 }
 
 export interface NoteBlock {
@@ -95,6 +101,9 @@ export interface Outcome {
 export interface Thread {
   id: string;
   title: string;
+  /** The thread's model, from its session.thread_created. */
+  model: string;
+  usage: UsageSums;
   /** running, then the stop reason of its `session.thread_status_idle` (see status.ts). */
   status: string;
   order: string[];
@@ -109,6 +118,26 @@ export interface UsageSums {
   cost: bigint;
   /** What the same tokens would have cost without the prompt cache, in the same units. */
   uncached: bigint;
+  /** Requests whose usage had no list cost (a model without a known price): the sum is then a floor. */
+  unpriced: number;
+}
+
+export function emptyUsage(): UsageSums {
+  return { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0n, uncached: 0n, unpriced: 0 };
+}
+
+/** The model request in flight, from its span.model_request_start until its first output or its end. */
+export interface PendingRequest {
+  model: string;
+  /** What the request waits on before the model itself ("loading the local model"), when anything. */
+  preparing: string | null;
+  maxTokens: number | null;
+  /** Set when the budget lowered max_tokens: what the agent asked for. */
+  shortenedFrom: number | null;
+  /** Output has started arriving (previews or committed blocks). */
+  started: boolean;
+  /** Characters streamed so far (a live estimate of output tokens until the request's usage arrives). */
+  streamedChars: number;
 }
 
 export interface TurnState {
@@ -129,6 +158,13 @@ export interface TurnState {
   threads: Map<string, Thread>;
   outcomes: Map<string, Outcome>;
   turnUsage: UsageSums;
+  /** The primary thread's request in flight (null between requests). */
+  request: PendingRequest | null;
+  /** When the turn started (its first item's created_at), for the elapsed time. */
+  startedAt: string | null;
+  endedAt: string | null;
+  /** Failed attempts in a row that the engine retries (reset by a request that ends well). */
+  retries: number;
   sessionUsage: UsageJson | null;
   budget: BudgetJson | null;
   /** Ids opened by a preview and not yet confirmed by their buffered event (dropped if the attempt fails). */
@@ -152,7 +188,11 @@ export function emptyState(): TurnState {
     order: [],
     threads: new Map(),
     outcomes: new Map(),
-    turnUsage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0n, uncached: 0n },
+    turnUsage: emptyUsage(),
+    request: null,
+    startedAt: null,
+    endedAt: null,
+    retries: 0,
     sessionUsage: null,
     budget: null,
     previewed: new Set(),

@@ -17,6 +17,27 @@ export interface ImageBlock {
 
 export type ContentBlock = TextBlock | ImageBlock;
 
+/** `events.ToolDisplay`: the HTML or Markdown a tool's code displayed, standing for one content block. */
+export interface ToolDisplay {
+  block: number;
+  media_type: "text/html" | "text/markdown";
+  data: string;
+}
+
+export function toolDisplays(value: unknown): ToolDisplay[] {
+  if (!Array.isArray(value)) return [];
+  return value.filter((d): d is ToolDisplay => {
+    const x = d as Partial<ToolDisplay> | null;
+    return (
+      typeof x === "object" &&
+      x !== null &&
+      typeof x.block === "number" &&
+      (x.media_type === "text/html" || x.media_type === "text/markdown") &&
+      typeof x.data === "string"
+    );
+  });
+}
+
 export interface UsageJson {
   input_tokens?: number;
   output_tokens?: number;
@@ -25,6 +46,8 @@ export interface UsageJson {
   list_cost?: string;
   /** What the same tokens would have cost without the prompt cache (absent in logs older than it). */
   uncached_cost?: string;
+  /** Requests counted whose model has no known list price (then the cost is unknown or incomplete). */
+  unpriced_requests?: number;
 }
 
 export interface BudgetJson {
@@ -50,6 +73,8 @@ export interface ContextItem extends Item {
   preset: string;
   /** List cost of each earlier turn of the session, oldest first (decimal strings). */
   turn_costs: string[];
+  /** USD per million output tokens of the agent's model (a decimal string), when it has a known price. */
+  output_price_mtok?: string | null;
 }
 
 /** Kernel → browser custom message: a batch of items continuing the turn's log at `start`. */

@@ -82,6 +82,7 @@ function render({ model, el }: RenderProps<TurnModel>): () => void {
   if (!store.final) announce(3);
   return () => {
     unsubscribe();
+    view.dispose();
     if (frame) cancelAnimationFrame(frame);
     if (retry) clearTimeout(retry);
   };

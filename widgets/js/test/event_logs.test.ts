@@ -40,6 +40,7 @@ const NOT_SHOWN: Record<string, string> = {
   "workflow_run.step_failed": "a step item's failure; its thread shows it",
   "workflow_run.completed": "a workflow run's end; the turn's status shows it",
   "workflow_run.failed": "a workflow run's end; the turn's status shows it",
+  "user.permission_revoked": "comes between turns (%permissions revoke); %permissions lists the rules in force",
 };
 
 function statusChanges(items: Item[]): [number, Statuses][] {
@@ -126,8 +127,8 @@ describe("event logs recorded from the engine", () => {
       return { prompt: state.prompt, notes: [...state.blocks.values()].flatMap((b) => (b.kind === "note" ? [b.text] : [])) };
     });
     expect(notes).toEqual([
-      { prompt: "Measure it", notes: ["steered: use the median, not the mean"] },
-      { prompt: "Now dawdle", notes: ["not delivered (the turn ended first): hurry up"] },
+      { prompt: "Measure it", notes: ["Steer delivered: use the median, not the mean"] },
+      { prompt: "Now dawdle", notes: ["Steer not delivered (the turn ended before the next step): hurry up"] },
     ]);
   });
 

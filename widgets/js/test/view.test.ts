@@ -148,11 +148,12 @@ describe("turn view", () => {
       const sent: OutgoingMessage[] = [];
       const root = paint(asking, sent);
       const panel = q(root, ".ac-approval");
-      expect(panel.textContent).toContain("bash wants to run: bash runs a shell command");
-      expect(q(root, ".ac-tool-input code").textContent).toContain("rm -rf build"); // the full input
+      expect(q(panel, ".ac-approval-title").textContent).toBe("bash wants to run:");
+      expect(q(panel, ".ac-command").textContent).toBe("$ rm -rf build"); // the concrete action is the headline
+      expect(q(panel, ".ac-approval-reason").textContent).toBe("Asked because bash runs a shell command");
       expect(q(root, ".ac-status").textContent).toBe("awaiting approval");
       (q(panel, ".ac-deny-message") as HTMLInputElement).value = "not now";
-      const button = [...panel.querySelectorAll("button")].find((b) => b.textContent === label);
+      const button = [...panel.querySelectorAll("button")].find((b) => b.firstChild?.textContent === label);
       button?.click();
       button?.click(); // a second click sends nothing more
       expect(sent).toEqual([{ type: "approval", tool_use_id: "b", ...expected }]);
@@ -170,7 +171,7 @@ describe("turn view", () => {
     expect(root.querySelector(".ac-approval")).toBeNull(); // nothing a click could answer yet
     apply(state, { type: "widget.approval_request", tool_use_id: "b", reason: "bash runs a shell command", preset: "workspace-write" });
     view.paint(state);
-    expect(q(root, ".ac-approval").textContent).toContain("bash wants to run: bash runs a shell command");
+    expect(q(root, ".ac-approval .ac-command").textContent).toBe("$ ls");
   });
 
   it("says the preset decided when approvals could not be offered", () => {
@@ -273,13 +274,15 @@ describe("turn view", () => {
       { type: "session.thread_created", id: "tc", session_thread_id: "th1", agent_name: "researcher" },
       { ...message("tm", "thread *text*"), thread_id: "th1" },
     ]);
-    expect(q(root, ".ac-error-block").textContent).toBe("model_overloaded_error (retrying): busy");
+    expect(q(root, ".ac-retrying").textContent).toBe("The provider is overloaded; retrying (2)…");
+    expect(root.querySelector(".ac-error-block")).toBeNull(); // a retry is news, not an alarm
     expect(q(root, ".ac-interrupted").textContent).toBe("(interrupted)");
     const outcome = q(root, ".ac-outcome");
     expect(q(outcome, "h4").textContent).toBe("Outcome: A haiku");
-    expect(q(outcome, ".ac-rubric pre").textContent).toBe("5-7-5");
-    expect(q(outcome, ".ac-verdict").textContent).toBe("needs_revision");
-    expect(q(outcome, ".ac-explanation").textContent).toBe("too long");
+    expect(q(outcome, ".ac-rubric .ac-prose").textContent).toBe("5-7-5");
+    expect(q(outcome, ".ac-iteration-n").textContent).toBe("Cycle 1");
+    expect(q(outcome, ".ac-verdict").textContent).toBe("needs revision");
+    expect(q(outcome, ".ac-explanation").textContent).toBe("Grader: too long");
     expect(q(outcome, ".ac-revision").textContent).toContain("partial");
     const thread = q(root, "details.ac-thread");
     expect(q(thread, "summary").textContent).toContain("researcher");
@@ -301,7 +304,8 @@ describe("turn view", () => {
       // Plain buttons everywhere; only the steer box submits its own form (Enter sends the guidance).
       expect(button.type).toBe(button.closest("form.ac-steer-form") ? "submit" : "button");
     }
-    expect(root.querySelectorAll("button").length).toBe(7); // stop, steer, 3 answers, copy (tool input, message code)
+    // stop, steer, 3 answers, copy and insert below (message code); the approval shows the command, not the input
+    expect(root.querySelectorAll("button").length).toBe(7);
     expect(q(root, ".ac-turn-status").getAttribute("aria-live")).toBe("polite");
     expect(root.querySelector("details.ac-thinking summary")).not.toBeNull();
   });

@@ -13,6 +13,7 @@ from IPython.core.magic import line_cell_magic, line_magic, magics_class
 
 from ...errors import AgentCellError
 from ._base import MagicGroup
+from .permission_rules import describe_rules, revoke_rules
 
 __all__ = ["AgentMagics"]
 
@@ -41,9 +42,9 @@ class AgentMagics(MagicGroup):
         "system": "%system [TEXT | --clear]  show or set the system prompt (a new agent version); %%system for a cell",
         "tools": "%tools [list | enable NAME… | disable NAME… | force NAME…]  the agent's tools; force: the next "
         "turn's first requests call these tools, one each, in order (helps small models)",
-        "permissions": "%permissions [read-only | workspace-write | danger-full-access]  what tools may do unasked; "
-        "workspace-write: files change only inside the workspace, by the file tools and the python tool alike, and "
-        "shell commands and the network ask",
+        "permissions": "%permissions [read-only | workspace-write | danger-full-access | revoke NAME… | revoke all]  "
+        "what tools may do unasked, and the session's Allow-always rules; workspace-write: files change only inside "
+        "the workspace, by the file tools and the python tool alike, and shell commands and the network ask",
         "agent": "%agent [show | pin VERSION | versions]  the agent and its pinned version",
         "mcp": "%mcp [list | add NAME -- COMMAND … | add NAME --url URL | remove NAME]  MCP servers",
     }
@@ -164,6 +165,10 @@ class AgentMagics(MagicGroup):
         try:
             if not args:
                 print(f"permissions: {self.host.session.record.permissions}")
+                print(describe_rules(self.host.session))
+                return
+            if args[0] == "revoke":
+                print(revoke_rules(self.host.session, args[1:]))
                 return
             self.host.session.update(permissions=args[0])  # type: ignore[arg-type]
             print(f"permissions: {args[0]}")

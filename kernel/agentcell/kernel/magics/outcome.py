@@ -3,7 +3,7 @@
 ``%%outcome [max_iterations=N] [grader=MODEL] [rubric=PATH]`` — the cell's body is the description of what
 to produce, then a line ``---`` (or a line starting ``Rubric:``), then the rubric. ``rubric=PATH`` names a
 rubric file in the workspace instead. The cell runs one turn that works, is graded and revises until the
-outcome is satisfied, failed, or out of revision cycles, and ends by printing the outcome's state::
+outcome is satisfied, failed, or out of revision cycles; its view's outcome panel shows where it ended::
 
     %%outcome max_iterations=3
     A one-page summary of sales.csv for the board.
@@ -103,12 +103,10 @@ def _split(body: str) -> tuple[str, str]:
 
 
 async def run_outcome_cell(host: NotebookAgent, line: str, body: str) -> None:
-    """Run a ``%%outcome`` cell as one turn, rendered like any agent cell, then print where it ended."""
+    """Run a ``%%outcome`` cell as one turn, rendered like any agent cell. Where it ended is in the turn's
+    view (its outcome panel), so nothing is printed after it: a stdout line would only repeat the verdict."""
     spec = parse_outcome_cell(line, body)
     await host.ask(spec)
-    last = host.last
-    if last is not None and last.outcome is not None:
-        print(outcome_summary(last.outcome))
 
 
 def outcome_summary(outcome: Outcome) -> str:

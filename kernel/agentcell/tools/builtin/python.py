@@ -31,14 +31,14 @@ from dataclasses import dataclass, field
 from types import CodeType, TracebackType
 from typing import Any, TextIO
 
-from ...events import ContentBlock, ImageBlock, ImageSource, TextBlock
+from ...events import ContentBlock, ImageBlock, ImageSource, TextBlock, ToolDisplay
 from ..base import ToolResult
 from ..confine import confined, exempt
 from ..definition import ToolContext, ToolDefinition
 from ..functions import function_tool
 from ..permissions import PermissionPolicy
 
-__all__ = ["PythonInterrupted", "python_tool"]
+__all__ = ["PythonInterrupted", "capture_display", "python_tool"]
 
 GRACE_SECONDS = 2.0
 """How long an interrupted run may take to stop before the tool answers without it."""
@@ -58,6 +58,25 @@ class _Capture:
     has_value: bool = False
     error: str | None = None
     images: list[ImageBlock] = field(default_factory=list)
+    displays: list[dict[str, Any]] = field(default_factory=list)
+    """MIME bundles the code displayed (``display(df)``, ``plt.show()``), in order."""
+
+
+_display_lock = threading.Lock()
+_display_targets: dict[int, _Capture] = {}
+
+
+def capture_display(data: dict[str, Any]) -> bool:
+    """Keep a MIME bundle displayed by the model's code for its tool result; False when the calling thread
+    is not running a python tool call (then the host shows the bundle as usual). The notebook host routes
+    its display publisher through here, so what the code displays lands in its tool card, not below the
+    turn."""
+    with _display_lock:
+        capture = _display_targets.get(threading.get_ident())
+    if capture is None:
+        return False
+    capture.displays.append(dict(data))
+    return True
 
 
 # ---------------------------------------------------------------------------------------------- streams
@@ -190,6 +209,8 @@ def _run(source: str, namespace: dict[str, Any], capture: _Capture, worker: _Wor
     filename = f"<python-tool-{next(_cells)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
     release = _route(capture)
+    with _display_lock:
+        _display_targets[threading.get_ident()] = capture
     figures_before = _figure_numbers()
     try:
         try:
@@ -212,6 +233,8 @@ def _run(source: str, namespace: dict[str, Any], capture: _Capture, worker: _Wor
             worker.leave()
     finally:
         release()
+        with _display_lock:
+            _display_targets.pop(threading.get_ident(), None)
         capture.images.extend(_new_figures(figures_before))
 
 
@@ -302,8 +325,9 @@ def _image(media_type: str, data: bytes | str) -> ImageBlock:
     return ImageBlock(source=ImageSource(media_type=media_type, data=encoded))
 
 
-def _display(value: Any) -> list[ContentBlock]:
-    """The richest forms of ``value`` the model can take: an image and/or text."""
+def _display(value: Any) -> tuple[list[ContentBlock], ToolDisplay | None]:
+    """The richest forms of ``value`` the model can take (an image and/or text, the text first), and its
+    HTML or Markdown for people when it has one (standing for that text)."""
     bundle: dict[str, Any] = {}
     mimebundle = _call_repr(value, "_repr_mimebundle_")
     if isinstance(mimebundle, tuple) and mimebundle:
@@ -335,7 +359,30 @@ def _display(value: Any) -> list[ContentBlock]:
     if len(text) > _MAX_TEXT_REPR:
         text = text[:_MAX_TEXT_REPR] + f"... ({len(text) - _MAX_TEXT_REPR:,} more characters)"
     blocks.insert(0, TextBlock(text=f"Out: {text}"))
-    return blocks
+    rich = next(((m, bundle[m]) for m in _RICH_TYPES if isinstance(bundle.get(m), str) and bundle[m]), None)
+    return blocks, (ToolDisplay(block=0, media_type=rich[0], data=rich[1]) if rich is not None else None)
+
+
+_RICH_TYPES = ("text/html", "text/markdown")
+
+
+def _displayed(bundle: dict[str, Any]) -> tuple[ContentBlock, ToolDisplay | None] | None:
+    """One displayed bundle as the model gets it (an image, else its text) and, when it has one, the richer
+    form people see in the card (HTML, Markdown). None for a bundle with nothing to show."""
+    for mime in ("image/png", "image/jpeg"):
+        data = bundle.get(mime)
+        if isinstance(data, bytes | str) and data:
+            return _image(mime, data), None
+    rich = next(((m, bundle[m]) for m in _RICH_TYPES if isinstance(bundle.get(m), str) and bundle[m]), None)
+    text = bundle.get("text/plain")
+    if not isinstance(text, str) or not text:
+        if rich is None:
+            return None
+        text = f"[{rich[0]}]\n{rich[1]}"
+    if len(text) > _MAX_TEXT_REPR:
+        text = text[:_MAX_TEXT_REPR] + f"... ({len(text) - _MAX_TEXT_REPR:,} more characters)"
+    display = ToolDisplay(block=0, media_type=rich[0], data=rich[1]) if rich is not None else None
+    return TextBlock(text=text), display
 
 
 def _call_repr(value: Any, method: str) -> Any:
@@ -369,14 +416,25 @@ def _render(capture: _Capture, stopped: str | None) -> ToolResult:
         sections.append(f"[{stopped}]")
     if sections:
         blocks.append(TextBlock(text="\n".join(sections)))
+    displays: list[ToolDisplay] = []
+    for bundle in capture.displays:
+        if (shown := _displayed(bundle)) is None:
+            continue
+        block, display = shown
+        if display is not None:
+            displays.append(display.model_copy(update={"block": len(blocks)}))
+        blocks.append(block)
     if capture.has_value and capture.error is None:
-        blocks.extend(_display(capture.value))
+        shown_value, rich = _display(capture.value)
+        if rich is not None:
+            displays.append(rich.model_copy(update={"block": len(blocks)}))
+        blocks.extend(shown_value)
     blocks.extend(capture.images)
     if not blocks:
         blocks.append(TextBlock(text="(no output)"))
     failed = capture.error is not None or stopped is not None
     code = ("TIMEOUT" if stopped else "PYTHON_ERROR") if failed else None
-    return ToolResult(content=tuple(blocks), is_error=failed, error_code=code)
+    return ToolResult(content=tuple(blocks), is_error=failed, error_code=code, displays=tuple(displays))
 
 
 def python_tool(

@@ -1,12 +1,41 @@
 /**
- * The cost meter: tokens of this turn, list cost of the turn and of the session (each with what the
- * prompt cache saved, when it changed the bill), the budget as a bar with what remains, and a sparkline of
- * the cost of each turn of the session.
+ * The cost meter: tokens of this turn, list cost of the turn and of the session, the budget as a bar
+ * with what remains, and a sparkline of the cost of each turn of the session. While the turn runs it is
+ * also the progress line: what the request waits for before its first token ("waiting for
+ * claude-sonnet-4-5", "loading the local model"), the output streamed so far as an estimate of tokens and
+ * cost, the elapsed time, and whether the budget shortened the reply.
  */
 
 import { formatUsd, fraction, parseMoney } from "../money";
-import type { TurnState } from "../state";
-import { formatCount, h, replaceChildren } from "./dom";
+import type { TurnState, UsageSums } from "../state";
+import type { UsageJson } from "../types";
+import { formatCount, formatSeconds, h, replaceChildren } from "./dom";
+
+/** Characters per token for the live estimate of output tokens (the request's usage replaces it). */
+const CHARS_PER_TOKEN = 4;
+
+/**
+ * A usage's cost as the kernel's `format_cost` says it: "cost unknown" when a request's model has no list
+ * price (never $0 for it), with the known part when there is one.
+ */
+export function usageCost(u: UsageSums): string {
+  if (u.unpriced > 0) return u.cost !== 0n ? `cost unknown beyond ${formatUsd(u.cost)}` : "cost unknown";
+  return formatUsd(u.cost);
+}
+
+function sessionCost(usage: UsageJson): string {
+  const unpriced = typeof usage.unpriced_requests === "number" ? usage.unpriced_requests : 0;
+  return usageCost({ input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: parseMoney(usage.list_cost), uncached: 0n, unpriced });
+}
+
+function elapsedSeconds(state: TurnState, now: number): number | null {
+  // A running turn's clock only where it is live: a notebook saved mid-turn did not run on since.
+  if (!state.startedAt || (state.status === "running" && !state.live)) return null;
+  const start = Date.parse(state.startedAt);
+  const end = state.status === "idle" ? (state.endedAt ? Date.parse(state.endedAt) : Number.NaN) : now;
+  const seconds = (end - start) / 1000;
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds : null;
+}
 
 const SVG = "http://www.w3.org/2000/svg";
 const SPARK_TURNS = 30;
@@ -19,30 +48,46 @@ export class CostMeter {
     this.el = h("footer", { class: "ac-cost", "aria-label": "Cost of this turn" });
   }
 
-  update(state: TurnState): void {
+  /** `now` (ms) drives the elapsed time; the turn view repaints the meter every second while running. */
+  update(state: TurnState, now: number = Date.now()): void {
     const u = state.turnUsage;
     const sessionUsage = state.sessionUsage;
     const session = sessionUsage ? parseMoney(sessionUsage.list_cost) : null;
     const sessionUncached = sessionUsage ? parseMoney(sessionUsage.uncached_cost ?? sessionUsage.list_cost) : null;
     const budget = state.budget ? parseMoney(state.budget.max_list_cost) : null;
     const history = (state.context?.turn_costs ?? []).map(parseMoney);
-    const signature = [u.input, u.output, u.cacheRead, u.cacheWrite, u.cost, u.uncached, session, sessionUncached, budget, history.length].join("|");
+    const request = state.status === "running" ? state.request : null;
+    const streamed = request ? Math.round(request.streamedChars / CHARS_PER_TOKEN) : 0;
+    const elapsed = elapsedSeconds(state, now);
+    // Whole seconds while it runs (the clock ticks once a second), the exact figure once it ended.
+    const shownElapsed = elapsed === null ? "" : formatSeconds(state.status === "running" ? Math.floor(elapsed) : elapsed);
+    const signature = JSON.stringify([u.input, u.output, u.cacheRead, u.cacheWrite, String(u.cost), String(u.uncached), u.unpriced, String(session), String(sessionUncached), String(budget), history.length, request, shownElapsed, state.status]);
     if (signature === this.signature) return;
     this.signature = signature;
+    const out = streamed ? `out ${formatCount(u.output)} + ~${formatCount(streamed)} streaming` : `out ${formatCount(u.output)}`;
     const tokens = h(
       "span",
       { class: "ac-tokens" },
-      `in ${formatCount(u.input)} · out ${formatCount(u.output)} · cache read ${formatCount(u.cacheRead)} · cache write ${formatCount(u.cacheWrite)}`,
+      `in ${formatCount(u.input)} · ${out} · cache read ${formatCount(u.cacheRead)} · cache write ${formatCount(u.cacheWrite)}`,
     );
+    const liveCost = streamed ? streamedCost(state, streamed) : null;
     const costs = h(
       "span",
       { class: "ac-costs" },
-      h("span", { class: "ac-turn-cost" }, `turn ${formatUsd(u.cost)}`),
+      h("span", { class: "ac-turn-cost" }, `turn ${usageCost(u)}${liveCost !== null ? ` + ~${formatUsd(liveCost)}` : ""}`),
       cacheSaving("ac-turn-saving", u.cost, u.uncached),
-      session === null ? null : h("span", { class: "ac-session-cost" }, ` · session ${formatUsd(session)}`),
+      state.sessionUsage ? h("span", { class: "ac-session-cost" }, ` · session ${sessionCost(state.sessionUsage)}`) : null,
       session === null || sessionUncached === null ? null : cacheSaving("ac-session-saving", session, sessionUncached),
     );
-    replaceChildren(this.el, tokens, costs, budgetBar(budget, session ?? u.cost), sparkline([...history, u.cost]));
+    replaceChildren(
+      this.el,
+      progress(state),
+      tokens,
+      costs,
+      shownElapsed ? h("span", { class: "ac-elapsed", title: "elapsed" }, shownElapsed) : null,
+      budgetBar(budget, session ?? u.cost),
+      sparkline([...history, u.cost]),
+    );
   }
 }
 
@@ -111,4 +156,25 @@ function sparkline(costs: bigint[]): SVGSVGElement {
     svg.append(bar);
   });
   return svg;
+}
+
+/** What the turn is doing right now, while it runs: waiting for its first token, or streaming. */
+function progress(state: TurnState): HTMLElement | null {
+  const request = state.status === "running" ? state.request : null;
+  if (!request) return null;
+  const said: string[] = [];
+  if (!request.started) said.push(request.preparing ?? `waiting for ${request.model || state.model || "the model"}`);
+  if (request.shortenedFrom !== null) {
+    const limit = request.maxTokens === null ? "" : ` (at most ${formatCount(request.maxTokens)} of ${formatCount(request.shortenedFrom)} tokens)`;
+    said.push(`the budget shortened this reply${limit}`);
+  }
+  if (!said.length) return null;
+  return h("span", { class: "ac-progress", role: "status", "aria-live": "polite" }, `${said.join(" · ")}…`);
+}
+
+/** The list cost of the output streamed so far, when the context says the model's output price. */
+function streamedCost(state: TurnState, tokens: number): bigint | null {
+  const perMillion = state.context?.output_price_mtok;
+  if (typeof perMillion !== "string" || !perMillion) return null;
+  return (parseMoney(perMillion) * BigInt(tokens)) / 1_000_000n;
 }

@@ -1,5 +1,6 @@
-/** The header: model, agent name and version, permission preset, the turn's status, Stop, and a steer box
- * (guidance the model gets at its next request, without stopping the turn). */
+/** The header: model, agent name and version, permission preset (red, with a warning, when it is
+ * danger-full-access), the turn's status, Stop, and a steer box (guidance the model gets at its next
+ * request, without stopping the turn; Enter sends it). */
 
 import type { TurnState } from "../state";
 import { h, replaceChildren } from "./dom";
@@ -9,6 +10,7 @@ export class Header {
   readonly el: HTMLElement;
   private signature = "";
   private stopping = false;
+  private steer: HTMLElement | null = null;
 
   constructor(private readonly send: Send) {
     this.el = h("header", { class: "ac-header" });
@@ -31,11 +33,13 @@ export class Header {
         this.update(state);
       });
     }
-    const steer = live ? this.steerBox() : null;
+    // One steer box for the whole turn, so a repaint keeps what the user is typing (and the focus).
+    const steer = live ? (this.steer ??= this.steerBox()) : null;
+    const danger = ctx?.preset === "danger-full-access";
     replaceChildren(this.el, 
       h("span", { class: "ac-model", title: "model" }, state.model || ctx?.model || "model"),
       ctx ? h("span", { class: "ac-agent", title: "agent" }, `${ctx.agent_name} v${ctx.agent_version}`) : null,
-      ctx ? h("span", { class: "ac-preset", title: "permission preset" }, ctx.preset) : null,
+      ctx ? h("span", { class: `ac-preset${danger ? " ac-preset-danger" : ""}`, title: "permission preset" }, ctx.preset) : null,
       h(
         "span",
         { class: `ac-turn-status ac-turn-${state.status}`, role: "status", "aria-live": "polite" },
@@ -44,6 +48,9 @@ export class Header {
       ),
       stop,
       steer,
+      danger
+        ? h("p", { class: "ac-danger-warning", role: "note" }, "⚠ danger-full-access: the agent's tools run anything, anywhere, without asking.")
+        : null,
     );
   }
 
@@ -55,13 +62,24 @@ export class Header {
       "aria-label": "Steer this turn",
     }) as HTMLInputElement;
     const button = h("button", { type: "submit", class: "ac-button ac-steer" }, "Steer");
-    const form = h("form", { class: "ac-steer-form" }, input, button);
-    form.addEventListener("submit", (event) => {
-      event.preventDefault();
+    // JupyterLab's notebook shortcuts would take Enter (and every letter) typed here for themselves.
+    const form = h("form", { class: "ac-steer-form", "data-lm-suppress-shortcuts": "true" }, input, button);
+    const submit = () => {
       const text = input.value.trim();
       if (!text) return;
       this.send({ type: "steer", text });
       input.value = "";
+      input.placeholder = `Sent: ${text.length > 40 ? `${text.slice(0, 40)}…` : text} (the transcript says when it is delivered)`;
+    };
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      submit();
+    });
+    input.addEventListener("keydown", (event) => {
+      if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+      event.preventDefault();
+      event.stopPropagation();
+      submit();
     });
     return form;
   }

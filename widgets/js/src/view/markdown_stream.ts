@@ -6,7 +6,7 @@
  */
 
 import type { Token } from "marked";
-import { lex, renderMarkdown, renderToken } from "../markdown";
+import { lex, renderMarkdown, renderToken, setRichHtml } from "../markdown";
 
 interface Part {
   raw: string;
@@ -56,7 +56,7 @@ export class MarkdownStream {
       // Reference definitions change how earlier blocks render: render the whole text as one.
       const el = document.createElement("div");
       el.className = "ac-md-part";
-      el.innerHTML = renderMarkdown(text);
+      setRichHtml(el, renderMarkdown(text));
       this.el.replaceChildren(el);
       this.parts = [{ raw: text, el }];
       return;
@@ -75,7 +75,7 @@ export class MarkdownStream {
       }
       const el = document.createElement("div");
       el.className = "ac-md-part";
-      el.innerHTML = renderToken(token);
+      setRichHtml(el, renderToken(token));
       if (old) old.el.replaceWith(el);
       else this.el.append(el);
       next.push({ raw: token.raw, el });

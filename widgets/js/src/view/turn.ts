@@ -5,9 +5,10 @@
  */
 
 import type { Block, Thread, TurnState } from "../state";
+import { RUNNING } from "../status";
 import { ThinkingView, errorView, noteView, outcomeView } from "./blocks";
-import { CostMeter } from "./cost";
-import { h } from "./dom";
+import { CostMeter, usageCost } from "./cost";
+import { formatCount, h, replaceChildren } from "./dom";
 import { Header } from "./header";
 import { MarkdownStream } from "./markdown_stream";
 import { type Send, ToolCard } from "./tool";
@@ -25,8 +26,11 @@ export class TurnView {
   private readonly outcomesEl: HTMLElement;
   private readonly cost: CostMeter;
   private readonly views = new Map<string, BlockView>();
-  private readonly threadViews = new Map<string, { el: HTMLDetailsElement; summary: HTMLElement; list: HTMLElement }>();
+  private readonly threadViews = new Map<string, ThreadView>();
   private outcomesSignature = "";
+  /** Repaints the meter's elapsed time every second while the turn runs. */
+  private ticker: ReturnType<typeof setInterval> | null = null;
+  private latest: TurnState | null = null;
 
   constructor(
     root: HTMLElement,
@@ -38,7 +42,10 @@ export class TurnView {
     this.outcomesEl = h("div", { class: "ac-outcomes" });
     this.cost = new CostMeter();
     this.el = h("div", { class: "agentcell-turn" }, this.header.el, this.body, this.threadsEl, this.outcomesEl, this.cost.el);
-    this.el.addEventListener("click", (event) => copyCode(event));
+    this.el.addEventListener("click", (event) => {
+      copyCode(event);
+      insertCode(event);
+    });
     root.append(this.el);
   }
 
@@ -49,6 +56,33 @@ export class TurnView {
     this.paintThreads(state);
     this.paintOutcomes(state);
     this.cost.update(state);
+    this.tick(state);
+  }
+
+  private tick(state: TurnState): void {
+    this.latest = state;
+    if (state.status === "running" && !this.ticker) {
+      this.ticker = setInterval(() => {
+        const latest = this.latest;
+        if (!this.el.isConnected || !latest || latest.status !== "running") {
+          this.stopTicking();
+          return;
+        }
+        this.cost.update(latest);
+      }, 1000);
+    } else if (state.status !== "running") {
+      this.stopTicking();
+    }
+  }
+
+  private stopTicking(): void {
+    if (this.ticker) clearInterval(this.ticker);
+    this.ticker = null;
+  }
+
+  /** Stop the timer (the widget calls this when its view is removed). */
+  dispose(): void {
+    this.stopTicking();
   }
 
   private syncList(container: HTMLElement, order: string[], state: TurnState): void {
@@ -57,12 +91,13 @@ export class TurnView {
       const block = state.blocks.get(id);
       if (!block) continue;
       const view = this.viewFor(block);
-      view.update(block, state);
       const expected: Element | null = previous ? previous.nextElementSibling : container.firstElementChild;
       if (expected !== view.el) {
         if (previous) previous.after(view.el);
         else container.prepend(view.el);
       }
+      // In place before it paints: a card that takes focus or watches its visibility must be in the page.
+      view.update(block, state);
       previous = view.el;
     }
     // Blocks dropped from the state (a failed attempt's previews) leave the DOM too.
@@ -87,14 +122,11 @@ export class TurnView {
     for (const thread of state.threads.values()) {
       let view = this.threadViews.get(thread.id);
       if (!view) {
-        const summary = h("summary", {});
-        const list = h("div", { class: "ac-thread-body" });
-        view = { el: h("details", { class: "ac-thread" }, summary, list), summary, list };
+        view = new ThreadView();
         this.threadViews.set(thread.id, view);
         this.threadsEl.append(view.el);
       }
-      const title = threadTitle(thread);
-      if (view.summary.textContent !== title) view.summary.textContent = title;
+      view.update(thread, state.status === "running");
       this.syncList(view.list, thread.order, state);
     }
   }
@@ -107,26 +139,55 @@ export class TurnView {
   }
 }
 
-function threadTitle(thread: Thread): string {
-  return `Thread: ${thread.title} — ${thread.status} (${thread.order.length} items)`;
+/**
+ * A sub-agent thread: open with a spinner while it runs (unless the user closed it), "finished" once it
+ * stopped (with why, when that was not the end of its turn), its model, tokens and cost in the summary.
+ */
+class ThreadView {
+  readonly el: HTMLDetailsElement;
+  readonly list: HTMLElement;
+  private readonly summary: HTMLElement;
+  private signature = "";
+  private userToggled = false;
+  private settingOpen = false;
+
+  constructor() {
+    this.summary = h("summary", { class: "ac-thread-head" });
+    this.list = h("div", { class: "ac-thread-body" });
+    this.el = h("details", { class: "ac-thread" }, this.summary, this.list);
+    this.el.addEventListener("toggle", () => {
+      if (!this.settingOpen) this.userToggled = true;
+    });
+  }
+
+  update(thread: Thread, turnRunning: boolean): void {
+    const running = thread.status === RUNNING && turnRunning;
+    const u = thread.usage;
+    const signature = JSON.stringify([thread.title, thread.model, thread.status, running, u.input, u.output, String(u.cost), u.unpriced]);
+    if (signature === this.signature) return;
+    this.signature = signature;
+    this.el.dataset.status = running ? "running" : "finished";
+    const status = running ? "running" : thread.status === "end_turn" || thread.status === RUNNING || thread.status === "idle" ? "finished" : `finished: ${thread.status.replace(/_/g, " ")}`;
+    replaceChildren(
+      this.summary,
+      running ? h("span", { class: "ac-spinner", role: "progressbar", "aria-label": "thread running" }) : null,
+      h("span", { class: "ac-thread-title" }, `Thread: ${thread.title}`),
+      h("span", { class: `ac-thread-status ac-thread-${running ? "running" : "finished"}`, role: "status" }, status),
+      thread.model ? h("span", { class: "ac-thread-model" }, thread.model) : null,
+      h("span", { class: "ac-thread-usage" }, `in ${formatCount(u.input)} · out ${formatCount(u.output)} · ${usageCost(u)}`),
+    );
+    if (!this.userToggled && this.el.open !== running) {
+      this.settingOpen = true;
+      this.el.open = running;
+      window.setTimeout(() => (this.settingOpen = false), 0);
+    }
+  }
 }
 
 function makeView(block: Block, send: Send): BlockView {
   switch (block.kind) {
-    case "message": {
-      const stream = new MarkdownStream();
-      const el = h("div", { class: "ac-message" }, stream.el);
-      const mark = h("span", { class: "ac-interrupted" }, "(interrupted)");
-      return {
-        el,
-        update(b) {
-          if (b.kind !== "message") return;
-          stream.update(b.text, !b.streaming);
-          el.classList.toggle("ac-streaming", b.streaming);
-          if (b.interrupted && !mark.isConnected) el.append(mark);
-        },
-      };
-    }
+    case "message":
+      return messageView();
     case "thinking": {
       const view = new ThinkingView();
       return { el: view.el, update: (b) => b.kind === "thinking" && view.update(b) };
@@ -142,9 +203,44 @@ function makeView(block: Block, send: Send): BlockView {
   }
 }
 
+/** A finished reply longer than this folds behind "Show more" (about 700 words). */
+export const LONG_REPLY_CHARS = 4_000;
+
+function messageView(): BlockView {
+  const stream = new MarkdownStream();
+  const el = h("div", { class: "ac-message" }, stream.el);
+  const mark = h("span", { class: "ac-interrupted" }, "(interrupted)");
+  const more = h("button", { type: "button", class: "ac-button ac-more-reply", "aria-expanded": "false" }, "Show more");
+  let expanded = false;
+  more.addEventListener("click", () => {
+    expanded = !expanded;
+    el.classList.toggle("ac-folded", !expanded);
+    more.textContent = expanded ? "Show less" : "Show more";
+    more.setAttribute("aria-expanded", String(expanded));
+  });
+  return {
+    el,
+    update(b) {
+      if (b.kind !== "message") return;
+      stream.update(b.text, !b.streaming);
+      el.classList.toggle("ac-streaming", b.streaming);
+      if (b.interrupted && !mark.isConnected) el.append(mark);
+      const long = !b.streaming && b.text.length > LONG_REPLY_CHARS;
+      if (long && !more.isConnected) {
+        more.textContent = `Show more (${b.text.split(/\s+/).length.toLocaleString("en-US")} words)`;
+        el.classList.add("ac-folded");
+        stream.el.after(more);
+      } else if (!long && more.isConnected) {
+        more.remove();
+        el.classList.remove("ac-folded");
+      }
+    },
+  };
+}
+
 function copyCode(event: MouseEvent): void {
   const target = event.target instanceof Element ? event.target.closest(".ac-copy") : null;
-  const code = target?.parentElement?.querySelector("code");
+  const code = target?.closest(".ac-code")?.querySelector("code");
   if (!target || !code) return;
   const text = code.textContent ?? "";
   const done = () => {
@@ -152,4 +248,35 @@ function copyCode(event: MouseEvent): void {
     window.setTimeout(() => (target.textContent = "Copy"), 1500);
   };
   if (navigator.clipboard) void navigator.clipboard.writeText(text).then(done, () => (target.textContent = "Copy failed"));
+}
+
+/** The new cell's source for a code block: a `%%python` cell for Python, a prose cell otherwise. */
+export function cellSource(code: string, language: string): string {
+  const body = code.replace(/\n+$/, "");
+  return /^(python|py|ipython|python3)$/i.test(language) ? `%%python\n${body}` : body;
+}
+
+/**
+ * "Insert below": the view cannot reach the notebook itself, so it asks the page with a bubbling
+ * `agentcell:insert-cell` event ({ source }); agentcell's JupyterLab / Notebook 7 extension answers by
+ * inserting the cell below this output and calling preventDefault. Where nobody answers, the source is
+ * copied for the user to paste.
+ */
+function insertCode(event: MouseEvent): void {
+  const target = event.target instanceof Element ? event.target.closest(".ac-insert") : null;
+  const code = target?.closest(".ac-code")?.querySelector("code");
+  if (!target || !code) return;
+  const language = /language-(\S+)/.exec(code.className)?.[1] ?? "";
+  const source = cellSource(code.textContent ?? "", language);
+  const ask = new CustomEvent("agentcell:insert-cell", { bubbles: true, cancelable: true, composed: true, detail: { source } });
+  const say = (text: string) => {
+    target.textContent = text;
+    window.setTimeout(() => (target.textContent = "Insert below"), 2000);
+  };
+  if (!target.dispatchEvent(ask)) {
+    say("Inserted");
+    return;
+  }
+  if (navigator.clipboard) void navigator.clipboard.writeText(source).then(() => say("Copied: paste it into a new cell"), () => say("Insert failed"));
+  else say("Insert failed");
 }

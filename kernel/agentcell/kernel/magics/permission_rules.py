@@ -1,0 +1,48 @@
+"""The session's "always" approval rules, as ``%permissions`` lists them and ``%permissions revoke NAME``
+drops them.
+
+An "Allow always" (or "Deny always") answer makes one rule per key of its request (``bash:execute``: bash
+running commands; ``write_file:edit:/data``: writing outside the workspace, there). The answer is in the
+session's log (``user.tool_confirmation`` with its ``keys``), a revocation too (``user.permission_revoked``),
+so the rules outlive a kernel restart and the log says when each was made and undone.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...errors import InvalidInputError
+
+if TYPE_CHECKING:
+    from ...sessions import Session
+
+__all__ = ["describe_rules", "revoke_rules"]
+
+
+def describe_rules(session: Session) -> str:
+    """One line per rule in force, or a line saying there are none."""
+    rules = session.approvals.remembered
+    if not rules:
+        return "always rules: none (an approval's Allow always adds one)"
+    lines = ["always rules (revoke with %permissions revoke NAME, or all):"]
+    lines += [f"  {key}: {'allow' if allowed else 'deny'}" for key, allowed in sorted(rules.items())]
+    return "\n".join(lines)
+
+
+def revoke_rules(session: Session, names: list[str]) -> str:
+    """Revoke the rules named (a rule's key, a tool's name for all of its rules, or ``all``); the log keeps
+    the revocation. Raises InvalidInputError, listing the rules, when a name matches none."""
+    from ...events import UserPermissionRevoked  # the kernel starts without the engine's models
+
+    rules = session.approvals.remembered
+    if not names:
+        raise InvalidInputError(f"%permissions revoke: name a rule, a tool or 'all'; {describe_rules(session)}")
+    chosen: list[str] = []
+    for name in names:
+        matched = [key for key in rules if name in ("all", key) or key.split(":", 1)[0] == name]
+        if not matched:
+            raise InvalidInputError(f"%permissions revoke: no always rule named {name!r}; {describe_rules(session)}")
+        chosen += [key for key in matched if key not in chosen]
+    revoked = session.approvals.revoke(chosen)
+    session.emit(session.make(UserPermissionRevoked, keys=revoked))
+    return f"revoked: {', '.join(revoked)} (such calls ask again)"
