@@ -98,7 +98,7 @@ def test_a_reply_has_bordered_tables_typeset_math_task_boxes_and_image_placehold
     assert page.evaluate("async () => { await document.fonts.ready; return document.fonts.check('16px KaTeX_Main'); }")
     expect(message.locator(".ac-task-checked[aria-checked='true']")).to_have_count(1)
     expect(message.locator(".ac-task[aria-checked='false']")).to_have_count(1)
-    expect(message.locator(".ac-image-blocked")).to_have_text("🖼 sales by month (not loaded: from another site)")
+    expect(message.locator(".ac-image-blocked")).to_have_text("🖼 sales by month (not loaded: a linked image)")
     quote = message.locator("blockquote")
     assert quote.evaluate("q => getComputedStyle(q).borderLeftStyle") == "solid"
     if theme == "dark":  # themed: the table's text follows the dark theme, not a fixed dark colour

@@ -89,7 +89,7 @@ function getPurifier(): ReturnType<typeof DOMPurify> {
       if (!safeImageSource(src)) {
         node.removeAttribute("src");
         node.removeAttribute("srcset");
-        node.setAttribute("data-blocked", "image from another origin");
+        node.setAttribute("data-blocked", "image not embedded in the reply");
       }
     }
     if (node.nodeName === "A" && node.hasAttribute("href")) {
@@ -101,14 +101,13 @@ function getPurifier(): ReturnType<typeof DOMPurify> {
 }
 
 /** Images may come from `data:` (raster formats only) or from the page's own origin. */
+/**
+ * Only data: raster images from the model. A same-origin URL is fetched with the user's cookies
+ * (`![x](/logout)` logs them out of Jupyter, on JupyterHub out of the whole hub), a remote one tells a third
+ * party that the notebook was opened.
+ */
 export function safeImageSource(src: string): boolean {
-  if (SAFE_IMAGE_DATA.test(src)) return true;
-  if (!src || /^\s*(data|javascript|vbscript|blob|file):/i.test(src)) return false;
-  try {
-    return new URL(src, window.location.href).origin === window.location.origin;
-  } catch {
-    return false;
-  }
+  return SAFE_IMAGE_DATA.test(src);
 }
 
 export function sanitize(html: string): string {
@@ -140,8 +139,8 @@ export function enhance(el: Element): void {
     placeholder.className = "ac-image-blocked";
     placeholder.setAttribute("role", "img");
     placeholder.setAttribute("aria-label", `image not loaded: ${alt || "no description"}`);
-    placeholder.title = "Images from other sites are not loaded: the model chose the address";
-    placeholder.textContent = `🖼 ${alt || "image"} (not loaded: from another site)`;
+    placeholder.title = "Images the model links to are not loaded: the model chose the address (only embedded images show)";
+    placeholder.textContent = `🖼 ${alt || "image"} (not loaded: a linked image)`;
     img.replaceWith(placeholder);
   }
   typeset(el);

@@ -66,8 +66,8 @@ describe("replies", () => {
     const el = rich("![sales by month](https://evil.example/track.png) and <img src='https://evil.example/x.png' alt='raw html image'>");
     const placeholders = [...el.querySelectorAll(".ac-image-blocked")];
     expect(placeholders.map((p) => p.textContent)).toEqual([
-      "🖼 sales by month (not loaded: from another site)",
-      "🖼 raw html image (not loaded: from another site)",
+      "🖼 sales by month (not loaded: a linked image)",
+      "🖼 raw html image (not loaded: a linked image)",
     ]);
     expect(el.querySelector("img")).toBeNull();
   });

@@ -27,14 +27,17 @@ describe("sanitisation", () => {
     expect(dom(sanitize('<a href="  JaVaScRiPt:alert(1)">x</a>')).querySelector("a")?.getAttribute("href") ?? null).toBeNull();
   });
 
-  it("allows images only from data: raster URLs or the page's own origin", () => {
+  it("allows images only from data: raster URLs", () => {
     const png = "data:image/png;base64,iVBORw0KGgo=";
     const out = dom(renderMarkdown(`![a](${png}) ![b](https://evil.example/track.png) ![c](/files/plot.png) ![d](data:image/svg+xml;base64,PHN2Zz4=)`));
     const srcs = [...out.querySelectorAll("img")].map((img) => img.getAttribute("src"));
     expect(srcs).toContain(png);
-    expect(srcs).toContain("/files/plot.png");
+    expect(srcs).not.toContain("/files/plot.png");
     expect(srcs.filter((s) => s?.includes("evil") || s?.startsWith("data:image/svg"))).toEqual([]);
-    expect(safeImageSource(`${window.location.origin}/x.png`)).toBe(true);
+    // Same-origin requests carry the user's cookies: /logout would log them out (issue 21, 5).
+    expect(safeImageSource(`${window.location.origin}/x.png`)).toBe(false);
+    expect(safeImageSource("/logout")).toBe(false);
+    expect(safeImageSource("files/p.png")).toBe(false);
     expect(safeImageSource("javascript:alert(1)")).toBe(false);
   });
 
