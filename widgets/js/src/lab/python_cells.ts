@@ -8,14 +8,7 @@
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
 import type { ICellModel } from "@jupyterlab/cells";
 import { INotebookTracker, type NotebookPanel } from "@jupyterlab/notebook";
-
-export const PYTHON_MIMETYPE = "text/x-ipython";
-
-/** The routing rule of the kernel (kernel/routing.py): the first line's first word is `%%python`. */
-export function wantsPython(source: string): boolean {
-  const first = source.split("\n", 1)[0] ?? "";
-  return first.trim().split(/\s+/, 1)[0] === "%%python";
-}
+import { PYTHON_MIMETYPE, wantsPython } from "./cell_language";
 
 function follow(panel: NotebookPanel): void {
   const watched = new WeakSet<ICellModel>();
