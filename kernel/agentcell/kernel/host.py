@@ -262,8 +262,12 @@ class NotebookAgent:
         before = session.last_turn
         unsubscribe = session.subscribe(renderer.on_item)
         tool_choice, self.next_tool_choice = self.next_tool_choice, ()
+        from .replay_mode import current_cell
+
+        # The cell the front end is running: running it again replaces its turn on the active path.
+        cell_id = current_cell(self.shell).id
         try:
-            self.last = await session.ask(text, tool_choice=tool_choice)
+            self.last = await session.ask(text, tool_choice=tool_choice, cell_id=cell_id)
         except UserError as exc:
             raise UsageError(str(exc)) from None
         except asyncio.CancelledError:
