@@ -12,6 +12,8 @@ import nbformat
 import pytest
 from playwright.sync_api import Page, expect
 
+from agentcell.render.displays import STALE_NOTE
+
 from .conftest import lab_env, script
 from .lab import Lab, open_notebook, run_cell, run_lab, save, screenshot, wait_cell_done, write_notebook
 
@@ -123,3 +125,40 @@ def test_the_extension_renders_threads_outcomes_and_refusals_from_recorded_turns
             expect(view.locator(".ac-outcome")).to_contain_text(outcome["status"])
     no_widget_errors(page)
     screenshot(page, "recorded-turns-rendered")
+
+
+def test_re_running_an_earlier_cell_marks_later_turns_stale_and_they_stay_so(page: Page, default_lab: Lab) -> None:
+    lab = default_lab
+    model = script(
+        lab,
+        "stale",
+        [
+            {"steps": [{"kind": "text", "text": "One."}]},
+            {"steps": [{"kind": "text", "text": "Two."}]},
+            {"steps": [{"kind": "text", "text": "One again."}]},
+        ],
+    )
+    path = write_notebook(lab, "stale.ipynb", [model, "Say one.", "Say two."])
+    open_notebook(page, lab, "stale.ipynb")
+    for index in (0, 1, 2):
+        run_cell(page, index)
+        wait_cell_done(page, index)
+    expect(saved_turn(page, 2).locator(".ac-message")).to_have_text("Two.", timeout=30_000)
+    assert page.locator(".ac-stale").count() == 0
+
+    run_cell(page, 1)  # the first turn's cell again: the turn after it leaves the conversation
+    expect(saved_turn(page, 1).locator(".ac-message")).to_have_text("One again.", timeout=30_000)
+    stale = page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".agentcell-mime .ac-stale")
+    expect(stale).to_have_text(f"Stale: {STALE_NOTE}", timeout=10_000)
+    expect(saved_turn(page, 2).locator(".ac-message")).to_have_text("Two.")  # still readable, marked
+    assert page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".ac-stale").count() == 0
+    screenshot(page, "stale-turn")
+
+    save(page)
+    saved = nbformat.read(path, as_version=4)
+    (output,) = saved.cells[2].outputs
+    assert output["data"][TURN_MIMETYPE]["stale"] is True and STALE_NOTE in output["data"]["text/markdown"]
+    page.goto(lab.notebook_url("stale.ipynb"))
+    expect(saved_turn(page, 1)).to_be_visible(timeout=30_000)
+    screenshot(page, "stale-turn-reopened")
+    expect(page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".ac-stale")).to_have_text(f"Stale: {STALE_NOTE}")

@@ -30,10 +30,17 @@ class TurnDriver:
     comm_id: str | None = None
     subshell_id: str | None = None
 
-    def execute(self, code: str) -> None:
+    def execute(self, code: str, *, cell_id: str | None = None) -> None:
+        """Run ``code``; with ``cell_id`` as JupyterLab runs a notebook cell (``cellId`` in the metadata)."""
         self.messages = []
         self.comm_id = None
-        self.msg_id = self.kc.execute(code)
+        if cell_id is None:
+            self.msg_id = self.kc.execute(code)
+            return
+        content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False}
+        msg = self.kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
+        self.kc.shell_channel.send(msg)
+        self.msg_id = msg["header"]["msg_id"]
 
     def until(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 30) -> dict[str, Any]:
         """Read IOPub (this cell's messages and the widget's) until one satisfies ``predicate``; return it."""

@@ -15,13 +15,14 @@ from collections import OrderedDict
 from html import escape
 from typing import TYPE_CHECKING, Any
 
+from ..events import SessionTurnsSuperseded, UserDefineOutcome, UserMessage
 from ._ipython import display
 from .renderer import TURN_MIMETYPE
 
 if TYPE_CHECKING:
-    from ..events import SessionTurnsSuperseded
+    from .. import Session, StreamItem
 
-__all__ = ["STALE_NOTE", "TurnDisplays", "displays_of", "stale_bundle", "turn_display_id"]
+__all__ = ["STALE_NOTE", "TurnDisplays", "displays_of", "opening_event_id", "stale_bundle", "turn_display_id"]
 
 STALE_NOTE = "an earlier cell was re-run: run this cell again to bring it back"
 """What a superseded turn's output says (the widget's lab renderer says the same, in lab/bundle.ts)."""
@@ -32,6 +33,15 @@ MAX_REMEMBERED = 500
 
 def turn_display_id(opening_event_id: str) -> str:
     return f"agentcell-turn-{opening_event_id}"
+
+
+def opening_event_id(item: StreamItem) -> str | None:
+    """``item``'s id if it opens a turn: the ids ``session.turns_superseded`` lists (lab/bundle.ts agrees)."""
+    if isinstance(item, UserMessage) and not item.thread_id and not item.steered:
+        return item.id
+    if isinstance(item, UserDefineOutcome) and not item.thread_id:
+        return item.id
+    return None
 
 
 def stale_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
@@ -50,17 +60,23 @@ def stale_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
 
 
 class TurnDisplays:
-    """One session's finished turn outputs in this kernel, by opening event id."""
+    """One session's finished turn outputs in this kernel, by opening event id. It listens to the session
+    for as long as the kernel lives, so a turn superseded by any caller (a re-run cell, ``session.ask`` from
+    Python with a ``cell_id``) is marked."""
 
     def __init__(self) -> None:
-        self._bundles: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._shown: OrderedDict[str, tuple[str, dict[str, Any]]] = OrderedDict()
 
-    def shown(self, opening_event_id: str, bundle: dict[str, Any]) -> None:
-        """The turn's output (display id :func:`turn_display_id`) now shows ``bundle``."""
-        self._bundles[opening_event_id] = bundle
-        self._bundles.move_to_end(opening_event_id)
-        while len(self._bundles) > MAX_REMEMBERED:
-            self._bundles.popitem(last=False)
+    def shown(self, opening_event_id: str, bundle: dict[str, Any], *, display_id: str | None = None) -> None:
+        """The turn's output (display id ``display_id``, by default :func:`turn_display_id`) shows ``bundle``."""
+        self._shown[opening_event_id] = (display_id or turn_display_id(opening_event_id), bundle)
+        self._shown.move_to_end(opening_event_id)
+        while len(self._shown) > MAX_REMEMBERED:
+            self._shown.popitem(last=False)
+
+    def on_item(self, item: StreamItem) -> None:
+        if isinstance(item, SessionTurnsSuperseded):
+            self.supersede(item)
 
     def supersede(self, event: SessionTurnsSuperseded) -> None:
         """Mark the outputs of the turns ``event`` took off the path. Only a re-run says "re-run": a turn
@@ -68,14 +84,20 @@ class TurnDisplays:
         if event.reason != "rerun":
             return
         for turn_id in event.turn_ids:
-            bundle = self._bundles.pop(turn_id, None)
-            if bundle is not None:
-                display(stale_bundle(bundle), raw=True, display_id=turn_display_id(turn_id), update=True)
+            shown = self._shown.pop(turn_id, None)
+            if shown is not None:
+                display_id, bundle = shown
+                display(stale_bundle(bundle), raw=True, display_id=display_id, update=True)
 
 
 _by_session: dict[str, TurnDisplays] = {}
 
 
-def displays_of(session_id: str) -> TurnDisplays:
-    """The kernel's record of ``session_id``'s turn outputs (a kernel drives one notebook's sessions)."""
-    return _by_session.setdefault(session_id, TurnDisplays())
+def displays_of(session: Session) -> TurnDisplays:
+    """The kernel's record of ``session``'s turn outputs (a kernel drives one notebook's sessions), listening
+    to it from the first time it is asked for."""
+    displays = _by_session.get(session.id)
+    if displays is None:
+        displays = _by_session[session.id] = TurnDisplays()
+        session.subscribe(displays.on_item)
+    return displays

@@ -34,9 +34,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ApprovalUnavailable
-from ..events import EventDelta, EventStart, SessionTurnsSuperseded, SpanModelRequestEnd, UserMessage
+from ..events import EventDelta, EventStart, SpanModelRequestEnd, UserMessage
 from ._ipython import display
-from .displays import displays_of, turn_display_id
+from .displays import displays_of, opening_event_id, turn_display_id
 from .renderer import fallback_bundle, fold_of
 from .throttle import Throttle
 
@@ -102,7 +102,7 @@ class WidgetRenderer:
         """The compact durable log: the log without previews, set as the widget's state at the end."""
         self.widget = TurnWidget(items=[context])
         self.widget.on_msg(self._on_msg)
-        self._displays = displays_of(session.id)
+        self._displays = displays_of(session)
         self._opening_id: str | None = None
         """The id of the turn's opening ``user.message``: its output's display id is derived from it."""
         if session.approver is None:  # leave an approver someone installed on purpose alone
@@ -116,11 +116,9 @@ class WidgetRenderer:
     # ------------------------------------------------------------------------------------------ kernel side
 
     def on_item(self, item: StreamItem) -> None:
-        if self._opening_id is None and isinstance(item, UserMessage) and not item.thread_id and not item.steered:
-            self._opening_id = item.id
-            display(self.widget, display_id=turn_display_id(item.id))
-        elif isinstance(item, SessionTurnsSuperseded):
-            self._displays.supersede(item)
+        if self._opening_id is None and (opening := opening_event_id(item)) is not None:
+            self._opening_id = opening
+            display(self.widget, display_id=turn_display_id(opening))
         if isinstance(item, EventDelta):
             self._push_delta(item)
         elif isinstance(item, EventStart):

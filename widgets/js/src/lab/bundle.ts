@@ -41,3 +41,11 @@ export function bundleItems(bundle: TurnBundle): Item[] {
 export function isTurnBundle(value: unknown): value is TurnBundle {
   return value !== null && typeof value === "object" && Array.isArray((value as TurnBundle).events);
 }
+
+/** The id of the event that opened the turn (`user.message`, or `user.define_outcome` for an outcome): the
+ * kernel derives the turn's display id from it (render/displays.py). */
+export function openingEventId(bundle: TurnBundle): string | null {
+  const opens = (e: Item) => (e.type === "user.message" || e.type === "user.define_outcome") && !e.thread_id && e.steered !== true;
+  const opening = (bundle.events ?? []).find(opens);
+  return opening?.id ?? null;
+}

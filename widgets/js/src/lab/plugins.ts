@@ -1,5 +1,6 @@
 /** The JupyterLab / Notebook 7 plugins of agentcell (the MIME renderer is `mime.ts`, loaded separately). */
 
 import { pythonCellsPlugin } from "./python_cells";
+import { staleTurnsPlugin } from "./stale";
 
-export default [pythonCellsPlugin];
+export default [pythonCellsPlugin, staleTurnsPlugin];
