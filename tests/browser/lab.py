@@ -47,8 +47,9 @@ class Lab:
     root: Path
     comms: str
 
-    def api(self, method: str, path: str) -> Any:
-        request = urllib.request.Request(f"{self.url}{path}?token={self.token}", method=method)
+    def api(self, method: str, path: str, body: Any = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"{self.url}{path}?token={self.token}", data=data, method=method)
         with urllib.request.urlopen(request, timeout=10) as response:
             body = response.read()
         return json.loads(body) if body else None

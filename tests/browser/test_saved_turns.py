@@ -5,6 +5,7 @@ own view, so a saved notebook reopens with every turn and no "Error displaying w
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -162,3 +163,35 @@ def test_re_running_an_earlier_cell_marks_later_turns_stale_and_they_stay_so(pag
     expect(saved_turn(page, 1)).to_be_visible(timeout=30_000)
     screenshot(page, "stale-turn-reopened")
     expect(page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".ac-stale")).to_have_text(f"Stale: {STALE_NOTE}")
+
+
+def test_a_renamed_notebook_keeps_its_session_and_model(page: Page, default_lab: Lab) -> None:
+    lab = default_lab
+    model = script(lab, "rename", [{"steps": [{"kind": "text", "text": "Noted."}]}])
+    path = write_notebook(lab, "before.ipynb", [model, "Remember this.", "%session", "%model"])
+    open_notebook(page, lab, "before.ipynb")
+    for index in range(4):
+        run_cell(page, index)
+        wait_cell_done(page, index)
+    session = page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".jp-OutputArea-output").inner_text()
+    assert session.startswith("session sesn_")
+    model_line = page.locator(".jp-Notebook .jp-Cell").nth(3).locator(".jp-OutputArea-output").inner_text()
+    assert "rename.script.json" in model_line
+    save(page)
+    notebook_id = json.loads(path.read_text())["metadata"]["agentcell"]["notebook_id"]
+    assert re.fullmatch(r"[0-9a-f-]{36}", notebook_id)
+
+    # Rename it with the kernel shut down, then open it under its new name: a new kernel, a new path.
+    page.goto("about:blank")
+    for kernel in lab.api("GET", "/api/kernels"):
+        lab.api("DELETE", f"/api/kernels/{kernel['id']}")
+    lab.api("PATCH", "/api/contents/before.ipynb", {"path": "after.ipynb"})
+    assert not path.exists()
+    open_notebook(page, lab, "after.ipynb")
+    for index in (2, 3):
+        run_cell(page, index)
+        wait_cell_done(page, index)
+    cells = page.locator(".jp-Notebook .jp-Cell")
+    session_id = session.split()[1]
+    expect(cells.nth(2).locator(".jp-OutputArea-output")).to_contain_text(f"session {session_id} ")
+    expect(cells.nth(3).locator(".jp-OutputArea-output")).to_have_text(model_line)  # the model set with %model
