@@ -134,14 +134,18 @@ def _run(args: argparse.Namespace) -> int:
         failed = any(o.get("output_type") == "error" for o in cell.get("outputs", []))
         print(f"      {'failed' if failed else 'done'} in {elapsed:.1f} s", file=sys.stderr, flush=True)
 
-    client = NotebookClient(
+    client = _printing_client(NotebookClient)(
         nb,
         kernel_name="agentcell",
         timeout=args.timeout,
-        store_widget_state=True,
+        # A finished turn's output is its bundle; the live widget's state would only weigh the file down.
+        store_widget_state=False,
         resources={"metadata": {"path": str(path.parent)}},
         on_cell_start=on_start,
         on_cell_executed=on_done,
+        # ipykernel warns at start that TCP on 127.0.0.1 is unencrypted: true of every local kernel, and
+        # noise in a terminal run. Errors still show.
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
     )
     status = 0
     try:
@@ -151,7 +155,7 @@ def _run(args: argparse.Namespace) -> int:
         status = 1
     finally:
         nbformat.write(nb, out)
-    print(f"wrote {out}", file=sys.stderr)
+    print(f"wrote {out}\n  open it with: jupyter lab {_shown_path(out)}", file=sys.stderr)
     status = _report_replay(nb, path, mode, failed=status != 0) or status
     if args.html is not None:
         from .render.notebook_html import write_html
@@ -160,6 +164,27 @@ def _run(args: argparse.Namespace) -> int:
         write_html(nb, html)
         print(f"wrote {html}", file=sys.stderr)
     return status
+
+
+def _printing_client(base: type[Any]) -> type[Any]:
+    """``base`` (nbclient's NotebookClient) printing each turn's answer and tool calls as they stream."""
+    from .run_output import TurnPrinter
+
+    class PrintingClient(base):  # type: ignore[misc,valid-type]
+        printer = TurnPrinter()
+
+        def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
+            self.printer.on_message(msg)
+            return super().process_message(msg, cell, cell_index)
+
+    return PrintingClient
+
+
+def _shown_path(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _report_replay(nb: Any, notebook: Path, mode: str, *, failed: bool) -> int:
