@@ -167,7 +167,11 @@ class WidgetRenderer:
         else:
             display(bundle, raw=True, display_id=turn_display_id(self._opening_id), update=True)
             self._displays.shown(self._opening_id, bundle)
+        # Its layout is a widget too (ipywidgets' DOMWidget): close both, so no front end keeps or saves either.
+        layout = getattr(self.widget, "layout", None)
         self.widget.close()
+        if layout is not None:
+            layout.close()
 
     # ------------------------------------------------------------------------------------------ approvals
 
