@@ -10,6 +10,7 @@ live on another model, ``--html`` also writes an HTML page of the result.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -138,8 +139,7 @@ def _run(args: argparse.Namespace) -> int:
         nb,
         kernel_name="agentcell",
         timeout=args.timeout,
-        # A finished turn's output is its bundle; the live widget's state would only weigh the file down.
-        store_widget_state=False,
+        store_widget_state=True,  # the user's own widgets; the turns' closed widgets are dropped below
         resources={"metadata": {"path": str(path.parent)}},
         on_cell_start=on_start,
         on_cell_executed=on_done,
@@ -154,6 +154,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"agentcell run: a cell failed:\n{str(exc).strip()[-2000:]}", file=sys.stderr)
         status = 1
     finally:
+        _drop_turn_widgets(nb)
         nbformat.write(nb, out)
     print(f"wrote {out}\n  open it with: jupyter lab {_shown_path(out)}", file=sys.stderr)
     status = _report_replay(nb, path, mode, failed=status != 0) or status
@@ -164,6 +165,30 @@ def _run(args: argparse.Namespace) -> int:
         write_html(nb, html)
         print(f"wrote {html}", file=sys.stderr)
     return status
+
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def _drop_turn_widgets(nb: Any) -> None:
+    """Remove the turn widgets' saved state (and their layouts'): each finished turn's output became its
+    bundle and its widget closed, but nbclient keeps the state of every widget it saw opened."""
+    saved = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {})
+    state: dict[str, Any] = saved.get("state", {})
+    turns = {
+        model_id
+        for model_id, model in state.items()
+        if model.get("model_module") == "anywidget"
+        and str(model.get("state", {}).get("_esm", "")).startswith("/* agentcell-widgets")
+    }
+    layouts = {str(state[t]["state"].get("layout", "")).removeprefix("IPY_MODEL_") for t in turns}
+    others = json.dumps([m for model_id, m in state.items() if model_id not in turns])
+    for model_id in turns | {layout for layout in layouts if layout and f"IPY_MODEL_{layout}" not in others}:
+        state.pop(model_id, None)
+    if saved and not state:
+        del nb.metadata["widgets"][WIDGET_STATE]
+        if not nb.metadata["widgets"]:
+            del nb.metadata["widgets"]
 
 
 def _printing_client(base: type[Any]) -> type[Any]:
