@@ -10,6 +10,7 @@ live on another model, ``--html`` also writes an HTML page of the result.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -135,14 +136,17 @@ def _run(args: argparse.Namespace) -> int:
         failed = any(o.get("output_type") == "error" for o in cell.get("outputs", []))
         print(f"      {'failed' if failed else 'done'} in {elapsed:.1f} s", file=sys.stderr, flush=True)
 
-    client = CellIdNotebookClient(
+    client = _printing_client(CellIdNotebookClient)(
         nb,
         kernel_name="agentcell",
         timeout=args.timeout,
-        store_widget_state=True,
+        store_widget_state=True,  # the user's own widgets; the turns' closed widgets are dropped below
         resources={"metadata": {"path": str(path.parent)}},
         on_cell_start=on_start,
         on_cell_executed=on_done,
+        # ipykernel warns at start that TCP on 127.0.0.1 is unencrypted: true of every local kernel, and
+        # noise in a terminal run. Errors still show.
+        extra_arguments=["--IPKernelApp.log_level=ERROR"],
     )
     status = 0
     try:
@@ -151,8 +155,9 @@ def _run(args: argparse.Namespace) -> int:
         _say_failed(exc, code_cells)
         status = 1
     finally:
+        _drop_turn_widgets(nb)
         nbformat.write(nb, out)
-    print(f"wrote {out}", file=sys.stderr)
+    print(f"wrote {out}\n  open it with: jupyter lab {_shown_path(out)}", file=sys.stderr)
     status = _report_replay(nb, path, mode, failed=status != 0) or status
     if args.html is not None:
         from .render.notebook_html import write_html
@@ -176,6 +181,51 @@ def _say_failed(exc: Any, code_cells: list[Any]) -> None:
     # A turn missing from the recording is said once, with the others, by _report_replay.
     detail = "" if exc.evalue.startswith(NOT_RECORDED) else f":\n  {said}"
     print(f"agentcell run: {where} failed, so the run stopped there{detail}", file=sys.stderr)
+
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def _drop_turn_widgets(nb: Any) -> None:
+    """Remove the turn widgets' saved state (and their layouts'): each finished turn's output became its
+    bundle and its widget closed, but nbclient keeps the state of every widget it saw opened."""
+    saved = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {})
+    state: dict[str, Any] = saved.get("state", {})
+    turns = {
+        model_id
+        for model_id, model in state.items()
+        if model.get("model_module") == "anywidget"
+        and str(model.get("state", {}).get("_esm", "")).startswith("/* agentcell-widgets")
+    }
+    layouts = {str(state[t]["state"].get("layout", "")).removeprefix("IPY_MODEL_") for t in turns}
+    others = json.dumps([m for model_id, m in state.items() if model_id not in turns])
+    for model_id in turns | {layout for layout in layouts if layout and f"IPY_MODEL_{layout}" not in others}:
+        state.pop(model_id, None)
+    if saved and not state:
+        del nb.metadata["widgets"][WIDGET_STATE]
+        if not nb.metadata["widgets"]:
+            del nb.metadata["widgets"]
+
+
+def _printing_client(base: type[Any]) -> type[Any]:
+    """``base`` (nbclient's NotebookClient) printing each turn's answer and tool calls as they stream."""
+    from .run_output import TurnPrinter
+
+    class PrintingClient(base):  # type: ignore[misc]
+        printer = TurnPrinter()
+
+        def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
+            self.printer.on_message(msg)
+            return super().process_message(msg, cell, cell_index)
+
+    return PrintingClient
+
+
+def _shown_path(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def _report_replay(nb: Any, notebook: Path, mode: str, *, failed: bool) -> int:

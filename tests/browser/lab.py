@@ -47,14 +47,19 @@ class Lab:
     root: Path
     comms: str
 
-    def api(self, method: str, path: str) -> Any:
-        request = urllib.request.Request(f"{self.url}{path}?token={self.token}", method=method)
+    def api(self, method: str, path: str, body: Any = None) -> Any:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"{self.url}{path}?token={self.token}", data=data, method=method)
         with urllib.request.urlopen(request, timeout=10) as response:
             body = response.read()
         return json.loads(body) if body else None
 
     def notebook_url(self, name: str) -> str:
         return f"{self.url}/lab/tree/{name}?token={self.token}&reset"
+
+    def notebook7_url(self, name: str) -> str:
+        """The same notebook in Notebook 7 (the ``notebook`` package's pages on the same server)."""
+        return f"{self.url}/notebooks/{name}?token={self.token}"
 
 
 def _free_port() -> int:
@@ -63,10 +68,16 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _write_settings(settings: Path, comms: str) -> None:
-    files = {
-        "@jupyter-widgets/jupyterlab-manager/plugin.jupyterlab-settings": {"saveState": True},
-        "@jupyterlab/apputils-extension/kernels-settings.jupyterlab-settings": {"commsOverSubshells": comms},
+def _write_settings(settings: Path, comms: str, *, defaults: bool) -> None:
+    files: dict[str, Any] = (
+        {}
+        if defaults
+        else {
+            "@jupyter-widgets/jupyterlab-manager/plugin.jupyterlab-settings": {"saveState": True},
+            "@jupyterlab/apputils-extension/kernels-settings.jupyterlab-settings": {"commsOverSubshells": comms},
+        }
+    )
+    files |= {
         "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
             "fetchNews": "false",
             "checkForUpdates": False,
@@ -79,12 +90,15 @@ def _write_settings(settings: Path, comms: str) -> None:
 
 
 @contextmanager
-def run_lab(base: Path, *, comms: str = "perCommTarget", env: dict[str, str] | None = None) -> Iterator[Lab]:
-    """Start ``jupyter lab`` and wait until its API answers; stop it afterwards."""
+def run_lab(
+    base: Path, *, comms: str = "perCommTarget", env: dict[str, str] | None = None, defaults: bool = False
+) -> Iterator[Lab]:
+    """Start ``jupyter lab`` and wait until its API answers; stop it afterwards. With ``defaults`` the lab
+    keeps its default settings (widget state not saved, comms as it chooses) but for the news feed."""
     root, settings, workspaces = base / "root", base / "settings", base / "workspaces"
     for path in (root, settings, workspaces, base / "config", base / "runtime"):
         path.mkdir(parents=True, exist_ok=True)
-    _write_settings(settings, comms)
+    _write_settings(settings, comms, defaults=defaults)
     token = secrets.token_hex(16)
     port = _free_port()
     jupyter = Path(sys.executable).parent / "jupyter"

@@ -1,5 +1,6 @@
-"""The page `agentcell run --html` writes, opened from disk in Chromium: the turn widgets render from the
-state saved in the page with no network at all, and without JavaScript the static fallbacks show instead."""
+"""The page `agentcell run --html` writes, opened from disk in Chromium: the turns render with the widget's
+module from the bundles saved in the page with no network at all, and without JavaScript the static
+fallbacks show instead."""
 
 from __future__ import annotations
 
@@ -56,8 +57,9 @@ def test_the_page_renders_its_turns_from_saved_state_and_fetches_nothing(page: P
     expect(view.locator(".ac-message strong")).to_have_text("42")
     expect(view.locator(".ac-tool .ac-tool-output")).to_contain_text("42")
     expect(view.locator(".ac-turn-status")).to_have_text("done: end_turn")
-    expect(page.locator(".agentcell-fallback")).to_be_hidden()  # the live view stands in for it
-    expect(page.get_by_text("agent turn (a live view")).to_be_hidden()  # and for the widget's repr
+    expect(page.locator(".agentcell-fallback")).to_be_hidden()  # the turn view stands in for it
+    expect(page.locator(".agentcell-turn")).to_have_count(1)  # one view per turn: the bundle, not a widget
+    assert "application/vnd.jupyter.widget-view+json" not in html
     assert fetched == []
 
 
@@ -70,6 +72,6 @@ def test_without_javascript_the_page_shows_the_static_fallback(browser: Browser,
         expect(fallback).to_be_visible()
         expect(fallback).to_contain_text("The answer is 42.")
         expect(page.locator(".agentcell-turn")).to_have_count(0)
-        expect(page.get_by_text("agent turn (a live view; its static transcript follows)")).to_be_visible()
+        expect(page.get_by_text("agent turn (a live view")).to_have_count(0)  # no widget placeholder left
     finally:
         context.close()

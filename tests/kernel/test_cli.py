@@ -47,7 +47,11 @@ def test_run_executes_every_cell_and_writes_the_notebook(kernel_env: dict[str, s
     result = _run("run", str(nb), "-o", str(out), "--model", "scripted", env=kernel_env)
     assert result.returncode == 0, result.stderr
     assert "[1/3] What is in the data?" in result.stderr and "[3/3] %usage" in result.stderr
+    assert "You said: What is in the data?" in result.stdout  # the answer, in the terminal
+    assert f"open it with: jupyter lab {out}" in result.stderr
+    assert "TCP" not in result.stderr  # the kernel's transport warning is not the user's business
     executed = nbformat.read(out, as_version=4)
+    assert "widgets" not in executed.metadata  # finished turns are bundles: no widget state to carry
     first = executed.cells[0].outputs[-1]["data"]
     assert first["text/markdown"].startswith("You said: What is in the data?")
     assert "application/vnd.agentcell.turn+json" in first
@@ -64,6 +68,23 @@ def test_run_executes_every_cell_and_writes_the_notebook(kernel_env: dict[str, s
     remapped = conn.execute("SELECT value FROM kv WHERE key = ?", (f"notebook:{nb}",)).fetchone()
     conn.close()
     assert remapped != mapped  # a headless re-run starts a fresh conversation
+
+
+def test_run_prints_one_line_per_tool_call_as_the_turn_streams(kernel_env: dict[str, str], tmp_path: Path) -> None:
+    script = tmp_path / "s.json"
+    script.write_text(
+        json.dumps(
+            [
+                {"steps": [{"kind": "tool_call", "name": "python", "input": {"code": "print(6 * 7)"}}]},
+                {"steps": [{"kind": "text", "text": "The answer is 42.", "chunk_size": 4}]},
+            ]
+        )
+    )
+    nb = _notebook(tmp_path / "tool.ipynb", "Compute six times seven.")
+    kernel_env.pop("JPY_SESSION_NAME")
+    result = _run("run", str(nb), "--model", f"scripted:{script}", env=kernel_env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "  ⚙ python print(6 * 7) — done\nThe answer is 42.\n"
 
 
 def test_run_reports_a_failing_cell_and_still_writes(kernel_env: dict[str, str], tmp_path: Path) -> None:

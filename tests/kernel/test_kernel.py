@@ -92,6 +92,8 @@ def test_magics_answer_and_mistakes_are_one_line(kernel_env: dict[str, str]) -> 
             assert "Traceback" not in failed.stderr and failed.stderr.count("\n") == 1
         usage = execute(kc, "%usage")
         assert "input tokens" in usage.displays[0]["text/markdown"]
+        assert "list cost" in usage.displays[0]["text/plain"] and "object>" not in usage.displays[0]["text/plain"]
+        assert "| list cost | \\$" in usage.displays[0]["text/markdown"]  # money, not math
         # The Jupyter habit works too: %config reaches the same settings.
         assert execute(kc, "%config AgentCell.model = 'scripted:/nonexistent.json'").status == "ok"
         assert "model: scripted:/nonexistent.json" in execute(kc, "%model").stdout

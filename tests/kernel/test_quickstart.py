@@ -38,4 +38,4 @@ def test_the_quickstart_runs_on_the_local_model(kernel_env: dict[str, str], tmp_
     tool_turn = code[3].outputs[-1]["data"]["text/markdown"]
     assert "🔧 **python** — completed" in tool_turn and "temperatures" in tool_turn
     assert "Out: 13.5" in tool_turn  # the agent's code ran on the notebook's own data
-    assert "list cost | $0" in code[4].outputs[0]["data"]["text/markdown"]
+    assert "list cost | \\$0" in code[4].outputs[0]["data"]["text/markdown"]

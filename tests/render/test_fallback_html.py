@@ -71,7 +71,7 @@ def test_tool_cards_thinking_errors_and_footer() -> None:
         SessionStatusIdle(id="i", created_at=NOW, session_id="s", stop_reason={"type": "end_turn"}),  # type: ignore[arg-type]
     )
     html = fallback_html(view, footer="in 1 · out 2 <x>")
-    assert html.startswith('<div class="agentcell-fallback">') and html.endswith("</div>")
+    assert html.startswith('<div class="agentcell-fallback tex2jax_ignore mathjax_ignore">') and html.endswith("</div>")
     assert "<strong>python</strong> — completed" in html
     assert "print(&#x27;&lt;b&gt;&#x27;)" in html and "<pre>&lt;b&gt;</pre>" in html
     assert 'src="data:image/png;base64,iVBORw0KGgo="' in html

@@ -106,7 +106,7 @@ def test_a_custom_tool_waits_for_the_client_and_a_budget_stops_the_turn() -> Non
     assert "stop: requires_action" in markdown("custom_tool", 0)
     assert "It is Paris." in markdown("custom_tool", 1)
     shown = markdown("budget")
-    assert "stop: budget_reached" in shown and "budget $0.001 (" in shown
+    assert "stop: budget_reached" in shown and "budget \\$0.001 (" in shown  # money escaped for MathJax
     assert "budget_reached: the budget cannot cover the next request" in shown
 
 

@@ -16,6 +16,9 @@ import pytest
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager, start_new_kernel
 
+TURN_MIMETYPE = "application/vnd.agentcell.turn+json"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
 
 @dataclass
 class TurnDriver:
@@ -27,10 +30,17 @@ class TurnDriver:
     comm_id: str | None = None
     subshell_id: str | None = None
 
-    def execute(self, code: str) -> None:
+    def execute(self, code: str, *, cell_id: str | None = None) -> None:
+        """Run ``code``; with ``cell_id`` as JupyterLab runs a notebook cell (``cellId`` in the metadata)."""
         self.messages = []
         self.comm_id = None
-        self.msg_id = self.kc.execute(code)
+        if cell_id is None:
+            self.msg_id = self.kc.execute(code)
+            return
+        content = {"code": code, "silent": False, "store_history": True, "user_expressions": {}, "allow_stdin": False}
+        msg = self.kc.session.msg("execute_request", content, metadata={"cellId": cell_id})
+        self.kc.shell_channel.send(msg)
+        self.msg_id = msg["header"]["msg_id"]
 
     def until(self, predicate: Callable[[dict[str, Any]], bool], timeout: float = 30) -> dict[str, Any]:
         """Read IOPub (this cell's messages and the widget's) until one satisfies ``predicate``; return it."""
@@ -98,17 +108,38 @@ class TurnDriver:
         ]
 
     @property
-    def final_state(self) -> list[dict[str, Any]]:
+    def widget_display_id(self) -> str:
+        """The display id the widget was shown under (derived from the turn's opening event)."""
+        (shown,) = [m for m in self.messages if m["msg_type"] == "display_data" and WIDGET_VIEW in m["content"]["data"]]
+        return str(shown["content"]["transient"]["display_id"])
+
+    @property
+    def final_bundle(self) -> dict[str, Any]:
+        """The bundle the widget's output became at the end of the turn (one update of the same display)."""
+        display_id = self.widget_display_id
         updates = [
-            m["content"]["data"]["state"]["items"]
+            m["content"]["data"]
             for m in self.messages
-            if m["msg_type"] == "comm_msg"
-            and m["content"]["comm_id"] == self.comm_id
-            and m["content"]["data"].get("method") == "update"
-            and "items" in m["content"]["data"].get("state", {})
+            if m["msg_type"] == "update_display_data" and m["content"]["transient"].get("display_id") == display_id
         ]
-        assert len(updates) == 1, "the final state is set exactly once"
-        return list(updates[0])
+        assert len(updates) == 1, "the finished turn replaces its live view exactly once"
+        return dict(updates[0])
+
+    @property
+    def final_state(self) -> list[dict[str, Any]]:
+        """The finished turn as the widget's items: context, events, and approval requests after their call."""
+        turn = self.final_bundle[TURN_MIMETYPE]
+        asked = {a["tool_use_id"]: a for a in turn.get("approvals", [])}
+        items = [turn["context"]]
+        for event in turn["events"]:
+            items.append(event)
+            if event.get("id") in asked:
+                items.append(asked.pop(event["id"]))
+        return [*items, *asked.values()]
+
+    @property
+    def widget_closed(self) -> bool:
+        return any(m["msg_type"] == "comm_close" and m["content"]["comm_id"] == self.comm_id for m in self.messages)
 
     @property
     def displays(self) -> list[dict[str, Any]]:

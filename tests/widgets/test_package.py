@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import zipfile
@@ -15,6 +16,9 @@ import agentcell_widgets
 from agentcell_widgets import STATIC, TurnWidget
 
 ROOT = Path(__file__).resolve().parents[2]
+LABEXTENSION_LIST = (
+    "import sys; from jupyterlab.labextensions import main; sys.argv = ['jupyter-labextension', 'list']; main()"
+)
 
 
 def test_python_and_js_share_one_version() -> None:
@@ -48,3 +52,38 @@ def test_the_wheel_carries_the_bundle(tmp_path: Path) -> None:
     assert {"agentcell_widgets/static/turn.js", "agentcell_widgets/static/turn.css"} <= names
     assert "agentcell/render/widget_renderer.py" in names
     assert not [n for n in names if "node_modules" in n or n.startswith("widgets/js")]
+    lab = "agentcell-0.1.0.data/data/share/jupyter/labextensions/agentcell-widgets/"
+    assert {f"{lab}package.json", f"{lab}install.json"} <= names
+    assert [n for n in names if n.startswith(f"{lab}static/remoteEntry.") and n.endswith(".js")]
+    assert not [n for n in names if n.startswith("agentcell_widgets/labextension")]  # shipped once
+
+    # Installed in a fresh environment, JupyterLab finds it with no further step. The fresh venv borrows
+    # this one's dependencies through a .pth file rather than downloading them again.
+    venv = tmp_path / "fresh"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    fresh_python = venv / "bin" / "python"
+    site = subprocess.run(
+        [fresh_python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    borrowed = [p for p in sys.path if p.endswith("site-packages")]
+    (Path(site) / "borrowed.pth").write_text("\n".join(borrowed) + "\n")
+    subprocess.run(
+        [fresh_python, "-m", "pip", "install", "--no-deps", "--no-index", "-q", str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    listed = subprocess.run(
+        # `jupyter labextension list`, as the fresh environment's own script would run it
+        [fresh_python, "-c", LABEXTENSION_LIST],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+    output = listed.stdout + listed.stderr
+    assert str(venv / "share" / "jupyter" / "labextensions") in output
+    version = re.escape(agentcell.__version__)
+    assert re.search(rf"agentcell-widgets v{version} \S*enabled\S* \S*OK\S* \(python, agentcell\)", output)

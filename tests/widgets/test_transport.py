@@ -47,14 +47,18 @@ def test_deltas_go_in_batches_at_most_30_a_second_and_the_final_state_once(
     assert len(comm) <= 30 * span + 5
     final = d.final_state
     assert final[0]["type"] == "widget.context" and final[0]["agent_version"] == 1
-    assert not [i for i in final if i["type"].startswith("event_")]  # compact: no previews
+    assert not [i for i in final if i["type"].startswith("event_")]  # durable events only: no previews
     assert [i["content"][0]["text"] for i in final if i["type"] == "agent.message"] == [text]
-    assert all("session_id" not in i for i in final)
-    fallback = d.displays[-1]
-    assert '<div class="agentcell-fallback">' in fallback["text/html"]
+    # The live view's output became the bundle in place, under the opening event's display id; the widget
+    # is closed, so nothing of it is left to save.
+    opening = next(i for i in final if i["type"] == "user.message")
+    assert d.widget_display_id == f"agentcell-turn-{opening['id']}"
+    fallback = d.final_bundle
+    assert '<div class="agentcell-fallback' in fallback["text/html"]
     assert text.strip() in fallback["text/plain"]
-    assert "application/vnd.agentcell.turn+json" in fallback
-    assert "application/vnd.jupyter.widget-view+json" in d.displays[0]
+    assert "application/vnd.jupyter.widget-view+json" not in fallback
+    assert d.widget_closed
+    assert len(d.displays) == 1  # the widget's, and no second output
 
 
 def test_allow_and_deny_reach_the_kernel_from_a_subshell(

@@ -1,12 +1,19 @@
-// Bundles src/widget.ts (and its CSS) into ../agentcell_widgets/static/ for anywidget. Run by the
-// Python build (hatch-jupyter-builder) and by `npm run build`; `--watch` rebuilds for ANYWIDGET_HMR=1.
+// Builds the front end into the Python package:
+// - src/widget.ts (and its CSS) → ../agentcell_widgets/static/ for anywidget (the live turn);
+// - src/lab/ → lib/lab/ (esbuild: the fold, the views and their libraries bundled; JupyterLab's own packages
+//   left as imports), then @jupyterlab/builder → ../agentcell_widgets/labextension/, the prebuilt
+//   JupyterLab / Notebook 7 extension the wheel installs into share/jupyter/labextensions (lab-core/ tells
+//   the builder which packages the application shares).
+// Run by the Python build (hatch-jupyter-builder) and by `npm run build`; `--watch` rebuilds the widget for ANYWIDGET_HMR=1.
 import * as esbuild from "esbuild";
-import { readFileSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 
-const { version } = JSON.parse(readFileSync(new URL("./package.json", import.meta.url), "utf8"));
-const options = {
-  entryPoints: { turn: "src/widget.ts" },
-  outdir: "../agentcell_widgets/static",
+const here = fileURLToPath(new URL(".", import.meta.url));
+const { version } = JSON.parse(readFileSync(join(here, "package.json"), "utf8"));
+const common = {
   bundle: true,
   format: "esm",
   target: "es2022",
@@ -19,13 +26,30 @@ const options = {
   banner: { js: `/* agentcell-widgets ${version} */` },
   logLevel: "info",
 };
+const widget = { ...common, entryPoints: { turn: "src/widget.ts" }, outdir: "../agentcell_widgets/static" };
+const lab = {
+  ...common,
+  entryPoints: { mime: "src/lab/mime.ts", plugins: "src/lab/plugins.ts" },
+  outdir: "lib/lab",
+  // Webpack (the labextension build) resolves these to the running JupyterLab's shared copies.
+  external: ["@jupyterlab/*", "@lumino/*", "@codemirror/*"],
+  loader: { ".css": "text" },
+  minify: false, // webpack minifies the federated bundle
+};
 
 if (process.argv.includes("--watch")) {
-  const context = await esbuild.context(options);
+  const context = await esbuild.context(widget);
   await context.watch();
 } else {
-  await esbuild.build(options);
+  await esbuild.build(widget);
   // The left-out font formats leave empty `url()` sources behind; drop them so nothing asks for the page.
   const css = new URL("../agentcell_widgets/static/turn.css", import.meta.url);
   writeFileSync(css, readFileSync(css, "utf8").replaceAll(/,url\(\) format\("(woff|truetype)"\)/g, ""));
+  await esbuild.build(lab);
+  // The federated bundle JupyterLab loads (remoteEntry.*.js), made by JupyterLab's own builder.
+  const builder = join(here, "node_modules", "@jupyterlab", "builder", "lib", "build-labextension.js");
+  const run = spawnSync(process.execPath, [builder, "--core-path", join(here, "lab-core"), here], { stdio: "inherit" });
+  if (run.status !== 0) throw new Error(`the labextension build failed (exit ${run.status})`);
+  // `jupyter labextension list` names the Python package that installed it.
+  copyFileSync(join(here, "install.json"), join(here, "..", "agentcell_widgets", "labextension", "install.json"));
 }

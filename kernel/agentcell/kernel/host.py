@@ -144,6 +144,7 @@ class NotebookAgent:
         self.renderer_factory: RendererFactory = self._default_renderer
         self._engine: Engine | None = None
         self._session: Session | None = None
+        self._notebook_id: str | None = None
         self.last: TurnResult | None = None
         """The latest turn's result."""
         self.next_tool_choice: tuple[str, ...] = ()
@@ -197,12 +198,14 @@ class NotebookAgent:
             # `agentcell run` asks once; a notebook replayed from its recording starts its conversation afresh
             replay = self.engine.replay
             fresh = os.environ.pop("AGENTCELL_NEW_SESSION", "") == "1" or (replay is not None and replay.from_start)
-            session_id = self.engine.store.get_value(key) if key and not fresh else None
+            session_id = self._mapped_session_id(key) if not fresh else None
             if session_id is not None and self.engine.store.get_session(session_id) is not None:
                 session = self.engine.sessions.get(session_id)
                 self._session = session if session.status != "terminated" else None
             if self._session is None:
                 self._session = self.new_session()
+        elif self._notebook_id is None:
+            self._adopt_notebook_id(self._session)
         return self._session
 
     def new_session(self, *, agent_id: str | None = None) -> Session:
@@ -241,6 +244,38 @@ class NotebookAgent:
     def _remember(self, session: Session) -> None:
         if key := self._mapping_key:
             self.engine.store.set_value(key, session.id)
+        self._adopt_notebook_id(session, force=True)
+
+    # The notebook's id (metadata.agentcell.notebook_id, see notebook_id.py) maps to its session as its path
+    # does, and wins over the path: a renamed or moved notebook keeps its session.
+
+    def adopt_notebook_id(self, notebook_id: str) -> None:
+        """The front end's word for the notebook's id (agentcell's JupyterLab extension says it when the
+        kernel starts, before any cell runs, saved or not)."""
+        self._notebook_id = notebook_id
+        if self._session is not None and self.engine.store.get_value(f"notebook-id:{notebook_id}") is None:
+            self.engine.store.set_value(f"notebook-id:{notebook_id}", self._session.id)
+
+    def _mapped_session_id(self, path_key: str | None) -> str | None:
+        from .notebook_id import saved_notebook_id
+
+        self._notebook_id = self._notebook_id or saved_notebook_id(self.notebook_path)
+        store = self.engine.store
+        by_id = store.get_value(f"notebook-id:{self._notebook_id}") if self._notebook_id else None
+        return by_id or (store.get_value(path_key) if path_key else None)
+
+    def _adopt_notebook_id(self, session: Session, *, force: bool = False) -> None:
+        """Map the saved notebook's id to ``session``: at once when the notebook starts or resumes a session
+        (``force``), else once the id first appears (the notebook was saved since the kernel started)."""
+        from .notebook_id import saved_notebook_id
+
+        notebook_id = self._notebook_id or saved_notebook_id(self.notebook_path)
+        if notebook_id is None:
+            return
+        key = f"notebook-id:{notebook_id}"
+        if force or self.engine.store.get_value(key) is None:
+            self.engine.store.set_value(key, session.id)
+        self._notebook_id = notebook_id
 
     # ------------------------------------------------------------------------------------------ agent edits
 

@@ -17,7 +17,14 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from ..events import ImageBlock, TextBlock
-from .markdown import clip, outcome_heading, skill_line, thread_state, verdict_line  # the Markdown fallback's wording
+from .markdown import (  # the Markdown fallback's clipping and wording
+    approval_note,
+    clip,
+    outcome_heading,
+    skill_line,
+    thread_state,
+    verdict_line,
+)
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -31,6 +38,9 @@ __all__ = ["FALLBACK_CLASS", "fallback_html"]
 
 FALLBACK_CLASS = "agentcell-fallback"
 """The widget's CSS hides an element of this class where the live view rendered in the same output area."""
+
+NO_MATH = "tex2jax_ignore mathjax_ignore"
+"""MathJax 2 and 3 skip elements of these classes: a ``$`` in a turn is money, not math."""
 
 _DATA_IMAGE = re.compile(r"^data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]*$", re.IGNORECASE)
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
@@ -69,7 +79,7 @@ def render_markdown(text: str) -> str:
 def fallback_html(view: TurnFold, *, footer: str) -> str:
     """The turn as one ``<div class="agentcell-fallback">``: messages, thinking, tool cards (with the
     sub-agent threads they spawned, collapsible), outcomes, errors, cost."""
-    out = [f'<div class="{FALLBACK_CLASS}">', *_blocks_html(view)]
+    out = [f'<div class="{FALLBACK_CLASS} {NO_MATH}">', *_blocks_html(view)]
     out.extend(_outcome_html(outcome) for outcome in view.outcomes.values())
     out.extend(f"<p>⚠️ {escape(error)}</p>" for error in view.errors)
     out.append(f"<p><small>{escape(footer)}</small></p>")
@@ -124,12 +134,13 @@ def _tool_html(card: ToolState) -> str:
         return _skill_html(card, card.skill)
     code = card.input.get("code") if card.name == "python" else None
     shown = code if isinstance(code, str) else json.dumps(card.input, indent=2, ensure_ascii=False)
-    parts = [
-        f"<p>🔧 <strong>{escape(card.name)}</strong> — {escape(card.status)}</p>",
-        f"<pre><code>{escape(clip(shown))}</code></pre>",
-    ]
-    for block in card.output:
-        parts.append(_output_html(block))
+    parts = [f"<p>🔧 <strong>{escape(card.name)}</strong> — {escape(card.status)}</p>"]
+    if note := approval_note(card):
+        parts.append(f"<p><em>{escape(note)}</em></p>")
+    parts += ["<p>input:</p>", f"<pre><code>{escape(clip(shown))}</code></pre>"]
+    outputs = [html for block in card.output if (html := _output_html(block))]
+    if outputs:
+        parts += ["<p>output:</p>", *outputs]
     return '<div class="agentcell-fallback-tool">' + "".join(parts) + "</div>"
 
 

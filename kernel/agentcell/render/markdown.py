@@ -1,8 +1,15 @@
-"""A folded turn as Markdown (the live Markdown renderer, the saved notebook's fallback) and plain text."""
+"""A folded turn as Markdown (the live Markdown renderer, the saved notebook's fallback) and plain text.
+
+The Markdown must read the same in every viewer (JupyterLab and Notebook 7 without the extension, GitHub,
+nbviewer, VS Code, nbconvert): outside code, ``$`` is escaped so no MathJax typesets money as math, and
+``<`` so the model's raw HTML shows as text (as the HTML fallback already does); code keeps its text, in
+fences longer than any backtick run inside it.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -17,7 +24,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_TOOL_TEXT",
+    "approval_note",
     "clip",
+    "escape_prose",
+    "fenced",
     "footer",
     "outcome_heading",
     "skill_line",
@@ -34,6 +44,70 @@ MAX_TOOL_TEXT = 2_000
 
 def clip(text: str) -> str:
     return text if len(text) <= MAX_TOOL_TEXT else text[:MAX_TOOL_TEXT] + f"\n… ({len(text):,} characters)"
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
+_PROSE_SPECIALS = str.maketrans({"$": "\\$", "<": "&lt;"})
+
+
+def escape_prose(text: str) -> str:
+    """``text`` (the model's Markdown) with ``$`` and ``<`` escaped outside fenced, indented and inline
+    code, so viewers neither typeset math nor run raw HTML, and the Markdown otherwise renders as written."""
+    out: list[str] = []
+    fence: str | None = None
+    previous_blank = True
+    for line in text.split("\n"):
+        opening = _FENCE.match(line)
+        if fence is not None:
+            if opening and opening.group(1)[0] == fence[0] and len(opening.group(1)) >= len(fence):
+                fence = None
+            out.append(line)
+        elif opening:
+            fence = opening.group(1)
+            out.append(line)
+        elif previous_blank and line.startswith(("    ", "\t")):
+            out.append(line)  # an indented code block
+            continue
+        else:
+            out.append(_escape_spans(line))
+        previous_blank = not line.strip()
+    return "\n".join(out)
+
+
+def _escape_spans(line: str) -> str:
+    parts, last = [], 0
+    for span in _CODE_SPAN.finditer(line):
+        parts.append(line[last : span.start()].translate(_PROSE_SPECIALS))
+        parts.append(span.group(0))
+        last = span.end()
+    parts.append(line[last:].translate(_PROSE_SPECIALS))
+    return "".join(parts)
+
+
+def fenced(text: str, lang: str) -> str:
+    """A fenced code block that ``text`` cannot close early, whatever backticks it holds."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}"
+
+
+def approval_note(tool: ToolState, preset: str | None = None) -> str | None:
+    """Who decided a call that needed deciding, in the widget's words (view/tool.ts)."""
+    if tool.denied_by in ("no-view", "no-approver"):
+        who = preset or "session's"
+        return f"Not asked: no front end could answer while the cell ran, so the {who} preset decided without asking."
+    if tool.confirmation == "allow":
+        return "Allowed by the user"
+    if tool.denied_by == "user" or tool.confirmation == "deny":
+        return "Denied by the user"
+    if tool.denied_by == "guard":
+        return "Refused by a guard"
+    if tool.denied_by == "preset":
+        return "Refused by the permission preset"
+    if tool.denied_by == "approver":
+        return "Refused by the approver"
+    return None
 
 
 def usage_line(fold: TurnFold) -> str:
@@ -85,9 +159,9 @@ def outcome_heading(outcome: OutcomeState) -> str:
 def turn_markdown(fold: TurnFold, *, final: bool = False) -> str:
     out = _blocks_markdown(fold)
     out.extend(_outcome_markdown(outcome) for outcome in fold.outcomes.values())
-    out.extend(f"> ⚠️ {error}" for error in fold.errors)
+    out.extend(f"> ⚠️ {escape_prose(error)}" for error in fold.errors)
     if final:
-        out.append(f"<sub>{footer(fold)}</sub>")
+        out.append(f"<sub>{escape_prose(footer(fold))}</sub>")
     return "\n\n".join(out) if out else "_…_"
 
 
@@ -97,12 +171,12 @@ def _blocks_markdown(fold: TurnFold) -> list[str]:
         if kind == "message":
             text = fold.texts.get(key, "")
             if text:
-                out.append(text + (" _(interrupted)_" if key in fold.interrupted else ""))
+                out.append(escape_prose(text) + (" _(interrupted)_" if key in fold.interrupted else ""))
         elif kind == "thinking":
             thought = fold.thinking.get(key)
-            out.append("> 💭 _thinking…_" if thought is None else _quote(f"💭 {clip(thought)}"))
+            out.append("> 💭 _thinking…_" if thought is None else _quote(f"💭 {escape_prose(clip(thought))}"))
         elif kind == "note":
-            out.append(_quote(f"↪ _{fold.notes[key]}_"))
+            out.append(_quote(f"↪ _{escape_prose(fold.notes[key])}_"))
         else:
             out.append(_tool_markdown(fold.tools[key]))
             thread = fold.thread_of_tool.get(key)
@@ -114,9 +188,9 @@ def _blocks_markdown(fold: TurnFold) -> list[str]:
 
 def _thread_markdown(fold: TurnFold, thread: str) -> str:
     """A collapsible section: GitHub, nbviewer and JupyterLab render <details> in Markdown."""
-    title = fold.thread_titles.get(thread, thread)
+    title = escape_prose(fold.thread_titles.get(thread, thread))
     inner = fold.threads[thread]
-    body = "\n\n".join(_blocks_markdown(inner) + [f"> ⚠️ {error}" for error in inner.errors]) or "_…_"
+    body = "\n\n".join(_blocks_markdown(inner) + [f"> ⚠️ {escape_prose(e)}" for e in inner.errors]) or "_…_"
     return f"<details><summary>🧵 thread {title} — {thread_state(inner.status)}</summary>\n\n{body}\n\n</details>"
 
 
@@ -131,37 +205,51 @@ def _skill_markdown(tool: ToolState, skill: SessionSkillActivated) -> str:
     shown = "\n".join(b.text for b in tool.output if isinstance(b, TextBlock))
     instructions = f"<details><summary>Instructions</summary>\n\n```text\n{clip(shown)}\n```\n\n</details>"
     return "\n\n".join(
-        [f"📘 **skill {skill.name}** v{skill.version} — {tool.status}", skill_line(skill), files, instructions]
+        [
+            f"📘 **skill {escape_prose(skill.name)}** v{skill.version} — {tool.status}",
+            escape_prose(skill_line(skill)),
+            files,
+            instructions,
+        ]
     )
 
 
 def _tool_markdown(tool: ToolState) -> str:
+    """A tool card: name and status, who decided, then its input and its output, each in its own fence."""
     if tool.skill is not None and not tool.is_error:
         return _skill_markdown(tool, tool.skill)
     code = tool.input.get("code") if tool.name == "python" else None
     shown = str(code) if isinstance(code, str) else json.dumps(tool.input, indent=2, ensure_ascii=False)
     lang = "python" if isinstance(code, str) else "json"
-    lines = [f"🔧 **{tool.name}** — {tool.status}", f"```{lang}\n{clip(shown)}\n```"]
+    lines = [f"🔧 **{escape_prose(tool.name)}** — {tool.status}"]
+    if note := approval_note(tool):
+        lines.append(f"_{escape_prose(note)}_")
+    lines += ["", "input:", "", fenced(clip(shown), lang)]
+    outputs: list[str] = []
     for block in tool.output:
         if isinstance(block, TextBlock) and block.text:
-            lines.append(f"```text\n{clip(block.text)}\n```")
+            outputs.append(fenced(clip(block.text), "text"))
         elif isinstance(block, ImageBlock):
-            lines.append(f"![output](data:{block.source.media_type};base64,{block.source.data})")
+            outputs.append(f"![output](data:{block.source.media_type};base64,{block.source.data})")
+    if outputs:
+        lines += ["", "output:", "", "\n\n".join(outputs)]
     return "\n".join(lines)
 
 
 def _outcome_markdown(outcome: OutcomeState) -> str:
-    lines = [f"🎯 **{outcome_heading(outcome)}**", _quote(outcome.description)]
+    lines = [f"🎯 **{outcome_heading(outcome)}**", _quote(escape_prose(outcome.description))]
     if outcome.rubric:
-        lines.append(f"<details><summary>Rubric</summary>\n\n```text\n{clip(outcome.rubric)}\n```\n\n</details>")
+        lines.append(f"<details><summary>Rubric</summary>\n\n{fenced(clip(outcome.rubric), 'text')}\n\n</details>")
     for verdict in sorted(outcome.verdicts, key=lambda v: v.iteration):
-        lines.append(f"- {verdict_line(verdict)}")
+        lines.append(f"- {escape_prose(verdict_line(verdict))}")
     return "\n\n".join(lines)
 
 
 def turn_text(fold: TurnFold) -> str:
     out = [fold.text] if fold.text else []
-    out += [f"[{tool.name}: {tool.status}]" for tool in fold.tools.values()]
+    for tool in fold.tools.values():
+        note = approval_note(tool)
+        out.append(f"[{tool.name}: {tool.status}{f' · {note}' if note else ''}]")
     out += [f"[outcome: {outcome.status}]" for outcome in fold.outcomes.values()]
     out += [f"error: {error}" for error in fold.errors]
     out.append(usage_line(fold))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ._ipython import display
+from .displays import displays_of, opening_event_id
 from .fold import TurnFold
 from .renderer import fallback_bundle
 from .throttle import Throttle
@@ -26,7 +27,8 @@ class MarkdownRenderer:
     """Streams a turn into one Markdown display, coalescing updates to at most ``max_rate`` per second."""
 
     def __init__(self, session: Session, *, max_rate: float = 30.0) -> None:
-        del session
+        self._displays = displays_of(session)
+        self._opening_id: str | None = None
         self._fold = TurnFold()
         self._dirty = False
         self._throttle = Throttle(self._update, max_rate=max_rate)
@@ -37,6 +39,8 @@ class MarkdownRenderer:
         return self._fold
 
     def on_item(self, item: StreamItem) -> None:
+        if self._opening_id is None:
+            self._opening_id = opening_event_id(item)
         self._fold.apply(item)
         self._dirty = True
         self._throttle.changed()
@@ -51,4 +55,7 @@ class MarkdownRenderer:
     def close(self, result: TurnResult | None) -> None:
         self._throttle.close(flush=False)
         if self._handle is not None:
-            self._handle.update(fallback_bundle(self._fold, result), raw=True)
+            bundle = fallback_bundle(self._fold, result)
+            self._handle.update(bundle, raw=True)
+            if self._opening_id is not None:
+                self._displays.shown(self._opening_id, bundle, display_id=self._handle.display_id)

@@ -9,11 +9,14 @@ plain text) right after the view, where the widget's own CSS can hide it once th
 The page loads nothing from a CDN. nbconvert's lab page would fetch require.js, MathJax, mermaid and the
 widget manager from public CDNs; ours renders the saved anywidgets itself (``offline_widgets.js``: each
 carries its ES module and CSS in its state) and leaves math as its LaTeX source and mermaid diagrams as
-their text. Widgets of other kinds show their fallbacks.
+their text. Widgets of other kinds show their fallbacks. A finished turn's output is its bundle, not a
+widget: the page carries the turn widget's module once and draws each turn from its saved bundle with it
+(``offline_turns.js``); without JavaScript the HTML fallback shows.
 """
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +35,21 @@ def to_html(nb: Any) -> str:
     exporter = HTMLExporter(  # type: ignore[no-untyped-call]  # nbconvert is untyped
         extra_template_basedirs=[str(TEMPLATES)], template_name="agentcell_html"
     )
-    body, _ = exporter.from_notebook_node(nb)
+    resources: dict[str, Any] = {}
+    if _has_turns(nb):
+        from agentcell_widgets import STATIC
+
+        # base64: the module's text could hold "</script" and end the element that carries it.
+        resources["agentcell_turn_js"] = base64.b64encode((STATIC / "turn.js").read_bytes()).decode()
+        resources["agentcell_turn_css"] = base64.b64encode((STATIC / "turn.css").read_bytes()).decode()
+    body, _ = exporter.from_notebook_node(nb, resources=resources)
     return str(body)
+
+
+def _has_turns(nb: Any) -> bool:
+    from .renderer import TURN_MIMETYPE
+
+    return any(TURN_MIMETYPE in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
 
 
 def write_html(nb: Any, path: Path) -> None:

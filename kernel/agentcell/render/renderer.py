@@ -8,7 +8,7 @@ the renderers that show things (:mod:`.markdown_renderer`, :mod:`.widget_rendere
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .fallback_html import fallback_html
@@ -42,12 +42,26 @@ def fold_of(result: TurnResult | None) -> TurnFold:
     return fold
 
 
-def fallback_bundle(fold: TurnFold, result: TurnResult | None, *, html: bool = False) -> dict[str, Any]:
-    """The static output of a finished turn: Markdown and plain text for every viewer (and sanitised HTML
-    when ``html``), plus its events."""
+def fallback_bundle(
+    fold: TurnFold,
+    result: TurnResult | None,
+    *,
+    html: bool = False,
+    context: dict[str, Any] | None = None,
+    approvals: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """The output of a finished turn: Markdown and plain text for every viewer (and sanitised HTML when
+    ``html``), plus :data:`TURN_MIMETYPE` with its events, which the JupyterLab / Notebook 7 extension
+    renders with the widget's own view. ``context`` and ``approvals`` are the widget's items that are not
+    events (its header and the approval requests it showed), so the saved turn folds as the live one did."""
     bundle: dict[str, Any] = {"text/markdown": fold.to_markdown(final=True), "text/plain": fold.to_text()}
     if html:
         bundle["text/html"] = fallback_html(fold, footer=fold.footer())
     if result is not None:
-        bundle[TURN_MIMETYPE] = {"events": [json.loads(e.model_dump_json()) for e in result.events]}
+        turn: dict[str, Any] = {"events": [json.loads(e.model_dump_json()) for e in result.events]}
+        if context is not None:
+            turn["context"] = context
+        if approvals:
+            turn["approvals"] = list(approvals)
+        bundle[TURN_MIMETYPE] = turn
     return bundle

@@ -17,11 +17,13 @@ Transport (design.md, "The flow of one cell", step 7):
 * Browser → kernel messages may arrive on the main thread (ipykernel 7.4) or on a subshell thread
   (7.3 with JupyterLab's comms over subshells): the handler only hands them to the kernel's loop
   (kernel-mechanics.md §2).
-* At the end the widget's ``items`` trait is set once to the compact durable log (what a saved notebook
-  re-renders without a kernel), and a second output carries the static fallback (sanitised HTML,
-  Markdown, plain text and the turn's events) for nbconvert, nbviewer and GitHub. It is a separate output
-  rather than an update of the widget's: nbconvert shows a widget view instead of any fallback when the
-  notebook holds widget state (nbclient saves it by default), so one output could not serve both.
+* The widget is displayed when the turn's opening ``user.message`` arrives, under the display id of that
+  event (:func:`~.displays.turn_display_id`). At the end that output is updated in place to the turn's
+  bundle (:func:`~.renderer.fallback_bundle`: the events for the JupyterLab / Notebook 7 extension's
+  renderer, sanitised HTML, Markdown and plain text for every other viewer) and the widget is closed: the
+  live view is for the running turn only, so a saved notebook needs no widget state (JupyterLab saves
+  none by default) and carries each turn once. A later re-run of an earlier cell marks that output stale
+  (:mod:`.displays`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ApprovalUnavailable
 from ..events import EventDelta, EventStart, SpanModelRequestEnd, UserMessage
 from ._ipython import display
+from .displays import displays_of, opening_event_id, turn_display_id
 from .renderer import fallback_bundle, fold_of
 from .throttle import Throttle
 
@@ -113,7 +116,9 @@ class WidgetRenderer:
         """The compact durable log: the log without previews, set as the widget's state at the end."""
         self.widget = TurnWidget(items=[context])
         self.widget.on_msg(self._on_msg)
-        display(self.widget)
+        self._displays = displays_of(session)
+        self._opening_id: str | None = None
+        """The id of the turn's opening ``user.message``: its output's display id is derived from it."""
         if session.approver is None:  # leave an approver someone installed on purpose alone
             session.approver = self._ask
 
@@ -125,6 +130,9 @@ class WidgetRenderer:
     # ------------------------------------------------------------------------------------------ kernel side
 
     def on_item(self, item: StreamItem) -> None:
+        if self._opening_id is None and (opening := opening_event_id(item)) is not None:
+            self._opening_id = opening
+            display(self.widget, display_id=turn_display_id(opening))
         if isinstance(item, EventDelta):
             self._push_delta(item)
         elif isinstance(item, EventStart):
@@ -166,8 +174,18 @@ class WidgetRenderer:
         self._throttle.close(flush=True)
         self._closed = True
         self._withdraw_approver()
-        self.widget.items = self._final  # once: the state a saved notebook re-renders
-        display(fallback_bundle(fold_of(result), result, html=True), raw=True)
+        approvals = [item for item in self._final if item["type"] == "widget.approval_request"]
+        bundle = fallback_bundle(fold_of(result), result, html=True, context=self._final[0], approvals=approvals)
+        if self._opening_id is None:  # the turn never opened (refused on input): nothing live to replace
+            display(bundle, raw=True)
+        else:
+            display(bundle, raw=True, display_id=turn_display_id(self._opening_id), update=True)
+            self._displays.shown(self._opening_id, bundle)
+        # Its layout is a widget too (ipywidgets' DOMWidget): close both, so no front end keeps or saves either.
+        layout = getattr(self.widget, "layout", None)
+        self.widget.close()
+        if layout is not None:
+            layout.close()
 
     # ------------------------------------------------------------------------------------------ approvals
 

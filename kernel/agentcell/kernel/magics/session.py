@@ -71,10 +71,16 @@ class SessionMagics(MagicGroup):
             ("session age", f"{stats.duration_seconds:.0f} s"),
             ("model", session.agent.model.id),
         ]
-        from IPython.display import Markdown, display
+        from IPython.display import display
 
-        table = "| | |\n|---|---|\n" + "\n".join(f"| {k} | {v} |" for k, v in rows)
-        display(Markdown(f"**Usage of session `{session.id}`**\n\n{table}"))
+        from ...render.markdown import escape_prose
+
+        # Money escaped so no viewer typesets it as math; text/plain for consoles, nbconvert and `agentcell run`.
+        table = "| | |\n|---|---|\n" + "\n".join(f"| {k} | {escape_prose(v)} |" for k, v in rows)
+        width = max(len(k) for k, _ in rows)
+        plain = "\n".join([f"Usage of session {session.id}", *(f"  {k:<{width}}  {v}" for k, v in rows)])
+        markdown = f"**Usage of session `{session.id}`**\n\n{table}"
+        display({"text/markdown": markdown, "text/plain": plain}, raw=True)
 
     @line_magic
     def session(self, line: str) -> None:

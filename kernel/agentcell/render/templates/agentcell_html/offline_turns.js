@@ -1,0 +1,34 @@
+// Draws each finished turn of the page with the turn widget's own module (carried once per page, base64, in
+// #agentcell-turn-module), from the bundle saved beside its HTML fallback: nothing fetched, nothing sent.
+{
+  const text = (id) => new TextDecoder().decode(Uint8Array.from(atob(document.getElementById(id).textContent.trim()), (c) => c.charCodeAt(0)));
+  const url = URL.createObjectURL(new Blob([text("agentcell-turn-module")], { type: "text/javascript" }));
+  const widget = (await import(url)).default;
+  const style = document.createElement("style");
+  style.textContent = text("agentcell-turn-css");
+  document.head.append(style);
+  for (const saved of document.querySelectorAll('script[type="application/vnd.agentcell.turn+json"]')) {
+    try {
+      const bundle = JSON.parse(saved.textContent);
+      // The widget's items: context, events, each approval request right after its call (lab/bundle.ts).
+      const asked = new Map((bundle.approvals || []).map((a) => [a.tool_use_id, a]));
+      const items = bundle.context ? [bundle.context] : [];
+      for (const event of bundle.events || []) {
+        items.push(event);
+        if (asked.has(event.id)) items.push(asked.get(event.id));
+      }
+      const model = { get: (key) => (key === "items" ? items : undefined), set() {}, on() {}, off() {}, send() {}, save_changes() {} };
+      const output = saved.closest(".jp-OutputArea-child");
+      const child = document.createElement("div");
+      child.className = "jp-OutputArea-child agentcell-offline-turn";
+      const el = document.createElement("div");
+      child.append(el);
+      widget.initialize?.({ model });
+      widget.render({ model, el });
+      output.before(child);
+      output.style.display = "none";
+    } catch (error) {
+      console.warn("agentcell: a saved turn could not render; its static fallback stays", error);
+    }
+  }
+}

@@ -1,0 +1,51 @@
+/**
+ * A finished turn's MIME bundle (`application/vnd.agentcell.turn+json`) as the items the widget's fold
+ * reads. The kernel writes the widget's context, the approval requests it showed and the turn's durable
+ * events once each; this puts them back in the order the live view received them, so the saved turn folds
+ * to the same state the live widget ended in.
+ */
+
+import type { Item } from "../types";
+
+export const TURN_MIMETYPE = "application/vnd.agentcell.turn+json";
+
+export const STALE_NOTE = "an earlier cell was re-run: run this cell again to bring it back";
+
+export interface TurnBundle {
+  context?: Item | null;
+  approvals?: Item[];
+  events?: Item[];
+  stale?: boolean;
+}
+
+/** The bundle as widget items: context first, each approval request right after the call it asked about. */
+export function bundleItems(bundle: TurnBundle): Item[] {
+  const approvals = new Map<string, Item[]>();
+  for (const approval of bundle.approvals ?? []) {
+    const id = String(approval.tool_use_id ?? "");
+    approvals.set(id, [...(approvals.get(id) ?? []), approval]);
+  }
+  const items: Item[] = bundle.context ? [bundle.context] : [];
+  for (const event of bundle.events ?? []) {
+    items.push(event);
+    const asked = approvals.get(String(event.id ?? ""));
+    if (asked) {
+      items.push(...asked);
+      approvals.delete(String(event.id));
+    }
+  }
+  for (const rest of approvals.values()) items.push(...rest);
+  return items;
+}
+
+export function isTurnBundle(value: unknown): value is TurnBundle {
+  return value !== null && typeof value === "object" && Array.isArray((value as TurnBundle).events);
+}
+
+/** The id of the event that opened the turn (`user.message`, or `user.define_outcome` for an outcome): the
+ * kernel derives the turn's display id from it (render/displays.py). */
+export function openingEventId(bundle: TurnBundle): string | null {
+  const opens = (e: Item) => (e.type === "user.message" || e.type === "user.define_outcome") && !e.thread_id && e.steered !== true;
+  const opening = (bundle.events ?? []).find(opens);
+  return opening?.id ?? null;
+}

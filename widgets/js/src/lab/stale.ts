@@ -1,0 +1,61 @@
+/**
+ * Marks a turn stale across the notebook. When an earlier cell is re-run, the kernel updates each
+ * superseded turn's display (`update_display_data`, display id `agentcell-turn-<opening event id>`) to its
+ * bundle flagged stale. JupyterLab applies a display update only within the cell whose execution sent it,
+ * and the superseded turns are in other cells, so this plugin finds the outputs whose bundle opened with
+ * that event (a saved output keeps no display id, but its events say which turn it is) and replaces them:
+ * the notebook then saves them stale too.
+ */
+
+import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
+import type { ICodeCellModel } from "@jupyterlab/cells";
+import { INotebookTracker, type NotebookPanel } from "@jupyterlab/notebook";
+import type { Kernel, KernelMessage } from "@jupyterlab/services";
+import { TURN_MIMETYPE, isTurnBundle, openingEventId } from "./bundle";
+
+const DISPLAY_PREFIX = "agentcell-turn-";
+
+function markStale(panel: NotebookPanel, msg: KernelMessage.IIOPubMessage): void {
+  if (msg.header.msg_type !== "update_display_data") return;
+  const content = msg.content as KernelMessage.IUpdateDisplayDataMsg["content"];
+  const displayId = String((content.transient as { display_id?: unknown } | undefined)?.display_id ?? "");
+  const turn = content.data[TURN_MIMETYPE];
+  if (!displayId.startsWith(DISPLAY_PREFIX) || !isTurnBundle(turn) || !turn.stale) return;
+  const opening = displayId.slice(DISPLAY_PREFIX.length);
+  const cells = panel.content.model?.cells;
+  if (!cells) return;
+  for (let c = 0; c < cells.length; c++) {
+    const cell = cells.get(c);
+    if (cell.type !== "code") continue;
+    const outputs = (cell as ICodeCellModel).outputs;
+    for (let o = 0; o < outputs.length; o++) {
+      const saved = outputs.get(o).data[TURN_MIMETYPE];
+      if (isTurnBundle(saved) && !saved.stale && openingEventId(saved) === opening) {
+        outputs.set(o, { output_type: "display_data", data: content.data, metadata: content.metadata ?? {} });
+      }
+    }
+  }
+}
+
+function follow(panel: NotebookPanel): void {
+  const hooked = new WeakSet<Kernel.IKernelConnection>();
+  const hook = (): void => {
+    const kernel = panel.sessionContext.session?.kernel;
+    if (!kernel || hooked.has(kernel)) return;
+    hooked.add(kernel);
+    kernel.iopubMessage.connect((_kernel, msg) => markStale(panel, msg));
+  };
+  panel.sessionContext.kernelChanged.connect(hook);
+  void panel.sessionContext.ready.then(hook);
+}
+
+export const staleTurnsPlugin: JupyterFrontEndPlugin<void> = {
+  id: "agentcell-widgets:stale-turns",
+  description: "Marks agent turns stale when an earlier cell is re-run.",
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    tracker.forEach(follow);
+    tracker.widgetAdded.connect((_tracker, panel) => follow(panel));
+  },
+};

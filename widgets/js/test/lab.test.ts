@@ -1,0 +1,87 @@
+/**
+ * The JupyterLab / Notebook 7 renderer of a saved turn: the bundle the kernel leaves folds and paints as
+ * the live widget ended, over every recorded event log (previews and all streamed to the live view; only
+ * durable events, the context and approval requests in the bundle).
+ */
+
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { STALE_NOTE, bundleItems, isTurnBundle } from "../src/lab/bundle";
+import { wantsPython } from "../src/lab/cell_language";
+import { renderTurn } from "../src/lab/render";
+import { TurnStore } from "../src/store";
+import type { Item } from "../src/types";
+import { TurnView } from "../src/view/turn";
+import { context } from "./items";
+
+// jsdom replaces URL: resolve the folder from this file's path instead.
+const DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..", "tests", "fixtures", "event_logs") + "/";
+const LOGS = readdirSync(DIR)
+  .filter((f) => f.endsWith(".json"))
+  .sort()
+  .map((f) => JSON.parse(readFileSync(DIR + f, "utf-8")) as { name: string; turns: Item[][] });
+
+/** What the live widget shows at the end: every item streamed in batches, then painted. */
+function liveText(items: Item[]): string {
+  const store = new TurnStore();
+  store.load([items[0] as Item]);
+  store.receive({ type: "items", start: 1, items: items.slice(1) });
+  const root = document.createElement("div");
+  new TurnView(root, () => undefined).paint(store.state);
+  return root.textContent ?? "";
+}
+
+describe("the saved turn renderer", () => {
+  for (const log of LOGS) {
+    it(`${log.name}: a saved turn reads as the live widget ended`, () => {
+      for (const turn of log.turns) {
+        const ctx = context();
+        const events = turn.filter((item) => !item.type.startsWith("event_"));
+        const root = document.createElement("div");
+        renderTurn(root, { context: ctx, events });
+        expect(root.textContent).toEqual(liveText([ctx, ...turn]));
+        // Nothing that would talk to a kernel: no Stop, no Allow/Deny, no steer box; only Copy.
+        const buttons = [...root.querySelectorAll("button")].map((b) => b.textContent);
+        expect(buttons.filter((label) => label !== "Copy")).toEqual([]);
+        expect(root.querySelector("textarea, input")).toBeNull();
+      }
+    });
+  }
+
+  it("puts each approval request right after the call it asked about", () => {
+    const call = { type: "agent.tool_use", id: "t1", name: "bash", input: {} };
+    const asked = { type: "widget.approval_request", tool_use_id: "t1", reason: "bash wants to run", preset: "default" };
+    const items = bundleItems({ context: context(), events: [{ type: "user.message", id: "u1" }, call, { type: "agent.tool_result", id: "r1", tool_use_id: "t1" }], approvals: [asked] });
+    expect(items.map((i) => i.type)).toEqual(["widget.context", "user.message", "agent.tool_use", "widget.approval_request", "agent.tool_result"]);
+  });
+
+  it("says a superseded turn is stale, and only then", () => {
+    const events = LOGS[0]?.turns[0]?.filter((item) => !item.type.startsWith("event_")) ?? [];
+    const fresh = document.createElement("div");
+    renderTurn(fresh, { events });
+    expect(fresh.querySelector(".ac-stale")).toBeNull();
+    const stale = document.createElement("div");
+    renderTurn(stale, { events, stale: true });
+    expect(stale.querySelector(".ac-stale")?.textContent).toBe(`Stale: ${STALE_NOTE}`);
+    expect(stale.querySelector(".agentcell-turn")?.classList.contains("ac-stale-turn")).toBe(true);
+  });
+
+  it("takes only bundles that carry events", () => {
+    expect(isTurnBundle({ events: [] })).toBe(true);
+    expect(isTurnBundle({ items: [] })).toBe(false);
+    expect(isTurnBundle(null)).toBe(false);
+  });
+});
+
+describe("%%python cells", () => {
+  it("are Python while their first line's first word is %%python", () => {
+    expect(wantsPython("%%python\nxs = [1, 2]")).toBe(true);
+    expect(wantsPython("  %%python  \nx")).toBe(true);
+    expect(wantsPython("%%python")).toBe(true);
+    expect(wantsPython("%%pythonic\nx")).toBe(false);
+    expect(wantsPython("Explain %%python\nplease")).toBe(false);
+    expect(wantsPython("Plot [1, 2]")).toBe(false);
+  });
+});
