@@ -14,6 +14,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from agentcell.render.displays import STALE_NOTE
+from agentcell.render.markdown import thread_state
 
 from .conftest import lab_env, script
 from .lab import Lab, open_notebook, run_cell, run_lab, save, screenshot, wait_cell_done, write_notebook
@@ -121,7 +122,8 @@ def test_the_extension_renders_threads_outcomes_and_refusals_from_recorded_turns
         tools = sorted(view.locator(".ac-tool .ac-status").all_text_contents())  # threads fold shut
         assert tools == sorted(final["tools"].values())  # type: ignore[attr-defined]
         for status in final["threads"].values():  # type: ignore[attr-defined]
-            expect(view.locator(".ac-thread summary")).to_contain_text(str(status))
+            # The header says it for people ("finished"), as the Markdown fallback does.
+            expect(view.locator(".ac-thread summary")).to_contain_text(thread_state(str(status)))
         for outcome in final["outcomes"].values():  # type: ignore[attr-defined]
             expect(view.locator(".ac-outcome")).to_contain_text(outcome["status"])
     no_widget_errors(page)

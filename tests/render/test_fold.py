@@ -81,7 +81,7 @@ def test_usage_line_says_what_the_cache_saved_per_turn_and_per_session() -> None
     assert "turn $0.0135 (uncached $0.02, saved $0.0065 by cache)" in line
     assert "session $0.59 (uncached $1, saved $0.41 by cache)" in line
     # The static fallback (the saved notebook's Markdown) carries the same line.
-    assert "saved $0.41 by cache" in view.to_markdown(final=True)
+    assert "saved \\$0.41 by cache" in view.to_markdown(final=True)  # Markdown escapes $ (no MathJax)
 
 
 def test_usage_line_says_nothing_of_a_cache_that_changed_nothing() -> None:
