@@ -167,6 +167,32 @@ def test_re_running_an_earlier_cell_marks_later_turns_stale_and_they_stay_so(pag
     expect(page.locator(".jp-Notebook .jp-Cell").nth(2).locator(".ac-stale")).to_have_text(f"Stale: {STALE_NOTE}")
 
 
+def test_after_a_kernel_restart_re_running_an_earlier_cell_still_marks_later_turns_stale(
+    page: Page, default_lab: Lab
+) -> None:
+    lab = default_lab
+    replies = [{"steps": [{"kind": "text", "text": text}]} for text in ("One.", "Two.", "Three.")]
+    model = script(lab, "stale-restart", replies)
+    path = write_notebook(lab, "stale-restart.ipynb", [model, "Say one.", "Say two.", "Say three."])
+    open_notebook(page, lab, "stale-restart.ipynb")
+    for index in (0, 1, 2, 3):
+        run_cell(page, index)
+        wait_cell_done(page, index)
+    expect(saved_turn(page, 3).locator(".ac-message")).to_have_text("Three.", timeout=30_000)
+    (session,) = [s for s in lab.api("GET", "/api/sessions") if s["path"].endswith("stale-restart.ipynb")]
+    lab.api("POST", f"/api/kernels/{session['kernel']['id']}/restart")
+    expect(page.get_by_text(re.compile(r"\| Idle$"))).to_be_visible(timeout=60_000)
+
+    run_cell(page, 2)  # a kernel that never showed turn 3 takes it off the path
+    wait_cell_done(page, 2)
+    stale = page.locator(".jp-Notebook .jp-Cell").nth(3).locator(".agentcell-mime .ac-stale")
+    expect(stale).to_have_text(f"Stale: {STALE_NOTE}", timeout=20_000)
+    expect(saved_turn(page, 3).locator(".ac-message")).to_have_text("Three.")  # still readable, marked
+    save(page)
+    (output,) = nbformat.read(path, as_version=4).cells[3].outputs
+    assert output["data"][TURN_MIMETYPE]["stale"] is True and STALE_NOTE in output["data"]["text/markdown"]
+
+
 def test_a_renamed_notebook_keeps_its_session_and_model(page: Page, default_lab: Lab) -> None:
     lab = default_lab
     model = script(lab, "rename", [{"steps": [{"kind": "text", "text": "Noted."}]}])

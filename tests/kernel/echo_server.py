@@ -72,7 +72,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
-        self.server.owner.requests.append(body)
+        if not self.path.endswith("/count_tokens"):
+            self.server.owner.requests.append(body)
+        if self.path.endswith("/count_tokens"):  # Anthropic's token count: a plain JSON answer
+            self._respond(200, "application/json", json.dumps({"input_tokens": 20}).encode())
+            return
         self.server.owner.headers.append({k.lower(): v for k, v in self.headers.items()})
         prompt = _last_user_text(body)
         if self.path.endswith("/messages"):

@@ -108,6 +108,24 @@ def test_a_failed_prompt_never_reaches_a_later_request(env: dict[str, str], serv
     assert not any("FAIL" in text for conversation in server.conversations()[2:] for _, text in conversation)
 
 
+def test_a_prompt_the_budget_refused_never_reaches_a_later_request(
+    kernel_env: dict[str, str], server: EchoServer
+) -> None:
+    # A priced model (Claude's list prices), served by the loopback server.
+    kernel_env.update(AGENTCELL_MODEL="claude-sonnet-4-5", ANTHROPIC_BASE_URL=server.root, ANTHROPIC_API_KEY="sk-ant-x")
+    with running_kernel(kernel_env) as (_, kc):
+        execute(kc, "first question", cell_id="c1")
+        assert execute(kc, "%budget 0.0000001").status == "ok"
+        refused = execute(kc, "a REFUSED prompt", cell_id="c2")
+        assert "budget" in refused.final_markdown
+        assert len(server.requests) == 1  # refused before any request
+        assert execute(kc, "%budget off").status == "ok"
+        assert execute(kc, "third question", cell_id="c3").status == "ok"
+    last = server.conversations()[-1]
+    assert last == [*FIRST, REPLY_1, ("user", "third question")]
+    assert not any("REFUSED" in text for conversation in server.conversations() for _, text in conversation)
+
+
 def test_agentcell_run_sends_cell_ids_so_a_continued_run_redoes_its_turns(
     env: dict[str, str], server: EchoServer, tmp_path: Path
 ) -> None:

@@ -22,7 +22,15 @@ from .renderer import TURN_MIMETYPE
 if TYPE_CHECKING:
     from .. import Session, StreamItem
 
-__all__ = ["STALE_NOTE", "TurnDisplays", "displays_of", "opening_event_id", "stale_bundle", "turn_display_id"]
+__all__ = [
+    "STALE_NOTE",
+    "TurnDisplays",
+    "displays_of",
+    "opening_event_id",
+    "stale_bundle",
+    "stale_reference",
+    "turn_display_id",
+]
 
 STALE_NOTE = "an earlier cell was re-run: run this cell again to bring it back"
 """What a superseded turn's output says (the widget's lab renderer says the same, in lab/bundle.ts)."""
@@ -59,6 +67,14 @@ def stale_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
     return stale
 
 
+def stale_reference(opening_event_id: str) -> dict[str, Any]:
+    """The update that marks a turn this kernel did not show: no events, only which turn left the path."""
+    return {
+        TURN_MIMETYPE: {"events": [], "stale": True, "opening": opening_event_id},
+        "text/plain": f"[stale: {STALE_NOTE}]",
+    }
+
+
 class TurnDisplays:
     """One session's finished turn outputs in this kernel, by opening event id. It listens to the session
     for as long as the kernel lives, so a turn superseded by any caller (a re-run cell, ``session.ask`` from
@@ -88,6 +104,10 @@ class TurnDisplays:
             if shown is not None:
                 display_id, bundle = shown
                 display(stale_bundle(bundle), raw=True, display_id=display_id, update=True)
+            else:
+                # Shown by an earlier kernel (before a restart): this one has no bundle to resend, so it
+                # names the turn and the notebook's extension marks the saved output (lab/stale.ts).
+                display(stale_reference(turn_id), raw=True, display_id=turn_display_id(turn_id), update=True)
 
 
 _by_session: dict[str, TurnDisplays] = {}

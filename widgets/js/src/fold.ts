@@ -142,6 +142,7 @@ const HANDLERS: Record<string, Handler> = {
   "span.model_request_start": (state, item) => {
     if (item.thread_id) return;
     if (typeof item.model === "string" && item.model) state.model = item.model;
+    if (state.contextTurns === null && typeof item.context_turns === "number") state.contextTurns = item.context_turns;
     state.request = {
       model: str(item.model, state.model),
       preparing: typeof item.preparing === "string" && item.preparing ? item.preparing : null,
@@ -156,6 +157,9 @@ const HANDLERS: Record<string, Handler> = {
     addUsage(state.turnUsage, usage);
     if (item.thread_id) addUsage(thread(state, item.thread_id).usage, usage);
     else {
+      if (state.contextTokens === null && item.is_error !== true) {
+        state.contextTokens = num(usage.input_tokens) + num(usage.cache_read_input_tokens) + cacheWrites(usage);
+      }
       state.request = null;
       state.retries = item.is_error === true ? state.retries : 0;
     }
@@ -388,11 +392,15 @@ function toolBlock(state: TurnState, id: string): ToolBlock | null {
   return block?.kind === "tool" ? block : null;
 }
 
+function cacheWrites(usage: UsageJson): number {
+  return num(usage.cache_creation?.ephemeral_5m_input_tokens) + num(usage.cache_creation?.ephemeral_1h_input_tokens);
+}
+
 function addUsage(sums: UsageSums, usage: UsageJson): void {
   sums.input += num(usage.input_tokens);
   sums.output += num(usage.output_tokens);
   sums.cacheRead += num(usage.cache_read_input_tokens);
-  sums.cacheWrite += num(usage.cache_creation?.ephemeral_5m_input_tokens) + num(usage.cache_creation?.ephemeral_1h_input_tokens);
+  sums.cacheWrite += cacheWrites(usage);
   sums.cost += parseMoney(usage.list_cost);
   // Usage logged before uncached_cost existed had no discount to report: uncached, it cost its list cost.
   sums.uncached += parseMoney(usage.uncached_cost ?? usage.list_cost);

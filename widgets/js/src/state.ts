@@ -165,6 +165,10 @@ export interface TurnState {
   endedAt: string | null;
   /** Failed attempts in a row that the engine retries (reset by a request that ends well). */
   retries: number;
+  /** How many turns of the active path the turn's requests carried before its own (null: not said). */
+  contextTurns: number | null;
+  /** The input tokens of the turn's first answered request: the context it started from. */
+  contextTokens: number | null;
   sessionUsage: UsageJson | null;
   budget: BudgetJson | null;
   /** Ids opened by a preview and not yet confirmed by their buffered event (dropped if the attempt fails). */
@@ -193,6 +197,8 @@ export function emptyState(): TurnState {
     startedAt: null,
     endedAt: null,
     retries: 0,
+    contextTurns: null,
+    contextTokens: null,
     sessionUsage: null,
     budget: null,
     previewed: new Set(),

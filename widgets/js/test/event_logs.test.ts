@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { apply, fold, foldedTypes } from "../src/fold";
 import { emptyState } from "../src/state";
+import { contextLine } from "../src/view/cost";
 import { type Statuses, statusesOf } from "../src/status";
 import type { Item } from "../src/types";
 
@@ -19,6 +20,7 @@ interface EventLog {
   turns: Item[][];
   outside_turns: Item[];
   statuses: [number, Statuses][][];
+  context_lines: (string | null)[];
 }
 
 const DIR = fileURLToPath(new URL("../../../tests/fixtures/event_logs/", import.meta.url));
@@ -56,6 +58,18 @@ function statusChanges(items: Item[]): [number, Statuses][] {
 }
 
 describe("event logs recorded from the engine", () => {
+  it("say the context each turn carried as the fallbacks do", () => {
+    const said = LOGS.flatMap((log) =>
+      log.turns.map((items, turn) => {
+        const state = emptyState();
+        for (const item of items) apply(state, item);
+        return [`${log.name} ${turn}`, contextLine(state.contextTurns, state.contextTokens), log.context_lines[turn]];
+      }),
+    );
+    expect(said.filter(([, widget, python]) => widget !== python)).toEqual([]);
+    expect(said.some(([, widget]) => typeof widget === "string" && widget.includes("turn above"))).toBe(true);
+  });
+
   it("are there", () => {
     expect(LOGS.map((l) => l.name)).toContain("refusals");
     expect(LOGS.length).toBeGreaterThanOrEqual(9);

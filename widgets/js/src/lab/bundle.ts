@@ -16,6 +16,8 @@ export interface TurnBundle {
   approvals?: Item[];
   events?: Item[];
   stale?: boolean;
+  /** Set on a stale mark the kernel sends without the turn's events (it did not show the turn: a restart). */
+  opening?: string;
 }
 
 /** The bundle as widget items: context first, each approval request right after the call it asked about. */

@@ -11,7 +11,7 @@ import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/applica
 import type { ICodeCellModel } from "@jupyterlab/cells";
 import { INotebookTracker, type NotebookPanel } from "@jupyterlab/notebook";
 import type { Kernel, KernelMessage } from "@jupyterlab/services";
-import { TURN_MIMETYPE, isTurnBundle, openingEventId } from "./bundle";
+import { STALE_NOTE, TURN_MIMETYPE, type TurnBundle, isTurnBundle, openingEventId } from "./bundle";
 
 const DISPLAY_PREFIX = "agentcell-turn-";
 
@@ -29,12 +29,26 @@ function markStale(panel: NotebookPanel, msg: KernelMessage.IIOPubMessage): void
     if (cell.type !== "code") continue;
     const outputs = (cell as ICodeCellModel).outputs;
     for (let o = 0; o < outputs.length; o++) {
-      const saved = outputs.get(o).data[TURN_MIMETYPE];
-      if (isTurnBundle(saved) && !saved.stale && openingEventId(saved) === opening) {
-        outputs.set(o, { output_type: "display_data", data: content.data, metadata: content.metadata ?? {} });
-      }
+      const output = outputs.get(o);
+      const saved = output.data[TURN_MIMETYPE];
+      if (!isTurnBundle(saved) || saved.stale || openingEventId(saved) !== opening) continue;
+      // A kernel that showed the turn sends its whole bundle, stale; one started since sends only the mark.
+      const data = turn.opening ? staleCopy(output.data as Record<string, unknown>, saved) : content.data;
+      outputs.set(o, { output_type: "display_data", data: data as never, metadata: content.metadata ?? {} });
     }
   }
+}
+
+/** The saved output as the kernel would have marked it (render/displays.py `stale_bundle`). */
+function staleCopy(data: Record<string, unknown>, saved: TurnBundle): Record<string, unknown> {
+  const text = (value: unknown): string => (Array.isArray(value) ? value.join("") : String(value ?? ""));
+  const marked: Record<string, unknown> = { ...data, [TURN_MIMETYPE]: { ...saved, stale: true } };
+  if ("text/markdown" in data) marked["text/markdown"] = `> ⚠️ **Stale:** ${STALE_NOTE}\n\n${text(data["text/markdown"])}`;
+  if ("text/html" in data) {
+    marked["text/html"] = `<p class="agentcell-stale"><strong>⚠️ Stale:</strong> ${STALE_NOTE}</p>${text(data["text/html"])}`;
+  }
+  if ("text/plain" in data) marked["text/plain"] = `[stale: ${STALE_NOTE}]\n${text(data["text/plain"])}`;
+  return marked;
 }
 
 function follow(panel: NotebookPanel): void {

@@ -37,6 +37,16 @@ function elapsedSeconds(state: TurnState, now: number): number | null {
   return Number.isFinite(seconds) && seconds >= 0 ? seconds : null;
 }
 
+/** "context: 3 turns above · 4.2k tokens": what the model saw besides the turn's prompt (the kernel's
+ * `TurnFold.context_line`). */
+export function contextLine(turns: number | null, tokens: number | null): string | null {
+  if (turns === null) return null;
+  const above = turns === 0 ? "no turns above" : `${turns} turn${turns === 1 ? "" : "s"} above`;
+  if (tokens === null) return `context: ${above}`;
+  const shown = tokens >= 1000 ? `${(tokens / 1000).toFixed(1)}k` : String(tokens);
+  return `context: ${above} · ${shown} tokens`;
+}
+
 const SVG = "http://www.w3.org/2000/svg";
 const SPARK_TURNS = 30;
 
@@ -61,7 +71,7 @@ export class CostMeter {
     const elapsed = elapsedSeconds(state, now);
     // Whole seconds while it runs (the clock ticks once a second), the exact figure once it ended.
     const shownElapsed = elapsed === null ? "" : formatSeconds(state.status === "running" ? Math.floor(elapsed) : elapsed);
-    const signature = JSON.stringify([u.input, u.output, u.cacheRead, u.cacheWrite, String(u.cost), String(u.uncached), u.unpriced, String(session), String(sessionUncached), String(budget), history.length, request, shownElapsed, state.status]);
+    const signature = JSON.stringify([u.input, u.output, u.cacheRead, u.cacheWrite, String(u.cost), String(u.uncached), u.unpriced, String(session), String(sessionUncached), String(budget), history.length, request, shownElapsed, state.status, state.contextTurns, state.contextTokens]);
     if (signature === this.signature) return;
     this.signature = signature;
     const out = streamed ? `out ${formatCount(u.output)} + ~${formatCount(streamed)} streaming` : `out ${formatCount(u.output)}`;
@@ -79,9 +89,11 @@ export class CostMeter {
       state.sessionUsage ? h("span", { class: "ac-session-cost" }, ` · session ${sessionCost(state.sessionUsage)}`) : null,
       session === null || sessionUncached === null ? null : cacheSaving("ac-session-saving", session, sessionUncached),
     );
+    const context = contextLine(state.contextTurns, state.contextTokens);
     replaceChildren(
       this.el,
       progress(state),
+      context ? h("span", { class: "ac-context", title: "what the model saw besides this prompt" }, `${context} · `) : null,
       tokens,
       costs,
       shownElapsed ? h("span", { class: "ac-elapsed", title: "elapsed" }, shownElapsed) : null,
