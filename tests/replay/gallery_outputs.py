@@ -27,7 +27,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 GALLERY = ROOT / "notebooks"
 TURN_MIMETYPE = "application/vnd.agentcell.turn+json"
-_ID = re.compile(r"\b[a-z]{4,5}_[0-9A-HJKMNP-TV-Z]{26}\b")
+# Not \b at the start: an id can follow an underscore (a skill's "user_activation_<event id>" call id).
+_ID = re.compile(r"(?<![a-z0-9])[a-z]{4,5}_[0-9A-HJKMNP-TV-Z]{26}\b")
 _CLOCK = re.compile(r"(active time|session age)(\W+)\d+(\.\d+)? s")
 _VOLATILE = ("id", "created_at", "session_id", "processed_at", "completed_at", "updated_at")
 

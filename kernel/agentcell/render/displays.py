@@ -16,6 +16,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from ..events import SessionTurnsSuperseded, UserDefineOutcome, UserMessage
+from ..records.workflow_events import UserStartWorkflowRun
 from ._ipython import display
 from .renderer import TURN_MIMETYPE
 
@@ -44,10 +45,11 @@ def turn_display_id(opening_event_id: str) -> str:
 
 
 def opening_event_id(item: StreamItem) -> str | None:
-    """``item``'s id if it opens a turn: the ids ``session.turns_superseded`` lists (lab/bundle.ts agrees)."""
+    """``item``'s id if it opens a turn: the ids ``session.turns_superseded`` lists (engine/path.py's
+    ``is_opening``; lab/bundle.ts agrees)."""
     if isinstance(item, UserMessage) and not item.thread_id and not item.steered:
         return item.id
-    if isinstance(item, UserDefineOutcome) and not item.thread_id:
+    if isinstance(item, UserDefineOutcome | UserStartWorkflowRun) and not item.thread_id:
         return item.id
     return None
 

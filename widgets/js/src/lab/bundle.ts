@@ -47,7 +47,8 @@ export function isTurnBundle(value: unknown): value is TurnBundle {
 /** The id of the event that opened the turn (`user.message`, or `user.define_outcome` for an outcome): the
  * kernel derives the turn's display id from it (render/displays.py). */
 export function openingEventId(bundle: TurnBundle): string | null {
-  const opens = (e: Item) => (e.type === "user.message" || e.type === "user.define_outcome") && !e.thread_id && e.steered !== true;
+  const openers = ["user.message", "user.define_outcome", "user.start_workflow_run"];
+  const opens = (e: Item) => openers.includes(String(e.type)) && !e.thread_id && e.steered !== true;
   const opening = (bundle.events ?? []).find(opens);
   return opening?.id ?? null;
 }
