@@ -123,7 +123,7 @@ def test_the_extension_renders_threads_outcomes_and_refusals_from_recorded_turns
         assert tools == sorted(final["tools"].values())  # type: ignore[attr-defined]
         for status in final["threads"].values():  # type: ignore[attr-defined]
             # The header says it for people ("finished"), as the Markdown fallback does.
-            expect(view.locator(".ac-thread summary")).to_contain_text(thread_state(str(status)))
+            expect(view.locator(".ac-thread-head")).to_contain_text(thread_state(str(status)))
         for outcome in final["outcomes"].values():  # type: ignore[attr-defined]
             expect(view.locator(".ac-outcome")).to_contain_text(outcome["status"])
     no_widget_errors(page)

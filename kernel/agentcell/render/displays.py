@@ -109,7 +109,9 @@ class TurnDisplays:
             else:
                 # Shown by an earlier kernel (before a restart): this one has no bundle to resend, so it
                 # names the turn and the notebook's extension marks the saved output (lab/stale.ts).
-                display(stale_reference(turn_id), raw=True, display_id=turn_display_id(turn_id), update=True)
+                # Under a display id of its own: a front end that still maps the turn's id to its output (the
+                # same page, before the restart) would otherwise draw the mark in place of the turn.
+                display(stale_reference(turn_id), raw=True, display_id=f"agentcell-stale-{turn_id}", update=True)
 
 
 _by_session: dict[str, TurnDisplays] = {}

@@ -20,8 +20,11 @@ function markStale(panel: NotebookPanel, msg: KernelMessage.IIOPubMessage): void
   const content = msg.content as KernelMessage.IUpdateDisplayDataMsg["content"];
   const displayId = String((content.transient as { display_id?: unknown } | undefined)?.display_id ?? "");
   const turn = content.data[TURN_MIMETYPE];
-  if (!displayId.startsWith(DISPLAY_PREFIX) || !isTurnBundle(turn) || !turn.stale) return;
-  const opening = displayId.slice(DISPLAY_PREFIX.length);
+  if (!isTurnBundle(turn) || !turn.stale) return;
+  // The whole bundle, stale, under the turn's own display id; or, from a kernel started since the turn was
+  // shown, only a mark naming it (under a display id of its own).
+  const opening = turn.opening ?? (displayId.startsWith(DISPLAY_PREFIX) ? displayId.slice(DISPLAY_PREFIX.length) : "");
+  if (!opening) return;
   const cells = panel.content.model?.cells;
   if (!cells) return;
   for (let c = 0; c < cells.length; c++) {
