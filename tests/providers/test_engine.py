@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -100,3 +101,28 @@ async def test_the_registered_prefixes_serve_bare_claude_names_with_caching_and_
     # Sonnet 4.5 list prices: $3 in, $15 out, $0.30 cache read, $3.75 5m write, $6 1h write per MTok.
     expected = (21 * 3 + 7 * 15 + 1800 * 0.3 + 200 * 3.75 + 300 * 6) / 1e6
     assert float(usage.list_cost) == pytest.approx(expected)
+
+
+async def test_a_steer_the_turn_never_delivered_reaches_no_later_request(server: SSEServer, tmp_path: Path) -> None:
+    # The reply streams slowly enough that the steer arrives while it does; then the user stops the turn,
+    # so the steer is never delivered (issue 14: it leaked into the next cell's prompt).
+    server.queue(sse_reply("anthropic_text.sse", chunk_size=24, pause=0.05), sse_reply("anthropic_text.sse"))
+    provider = AnthropicProvider(api_key=API_KEY, base_url=server.url, retry=FAST)
+    engine = Engine(tmp_path / "db.sqlite", providers={"anthropic": provider})
+    try:
+        agent = engine.agents.create(name="a", model="anthropic:claude-sonnet-4-5")
+        session = engine.sessions.create(agent=agent.id)
+        steered = False
+        async for item in session.send("first question"):
+            if isinstance(item, ev.EventDelta) and not steered:
+                session.steer("A LATE STEER")
+                session.interrupt()
+                steered = True
+        undelivered = [e for e in session.events() if isinstance(e, ev.SessionSteerUndelivered)]
+        assert steered and len(undelivered) == 1
+        _ = [item async for item in session.send("second question")]
+    finally:
+        await engine.aclose()
+    assert len(server.requests) == 2
+    assert "A LATE STEER" not in json.dumps(server.requests[1].body)
+    assert "second question" in json.dumps(server.requests[1].body)
