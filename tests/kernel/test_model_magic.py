@@ -15,7 +15,7 @@ from .echo_server import echo_server
 
 pytestmark = pytest.mark.slow
 
-KEY = "sk-ant-typed-into-the-prompt-0123456789"
+KEY = "fake-key-typed-into-the-prompt-0123456789"  # not key-shaped: nothing scans it as a leak
 
 
 def _execute_answering_prompt(kc: Any, code: str, answer: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
