@@ -116,6 +116,7 @@ def _run(args: argparse.Namespace) -> int:
         os.environ["AGENTCELL_NEW_SESSION"] = "1"
     if args.model:
         os.environ["AGENTCELL_MODEL"] = args.model
+    _follow_recording(path)
     mode = _replay_mode(path, record=args.record, live=bool(args.model))
     os.environ["AGENTCELL_REPLAY"] = mode
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
@@ -245,6 +246,24 @@ def _recording(notebook: Path) -> Path:
     from .providers.replay import recording_path
 
     return recording_path(notebook)
+
+
+def _follow_recording(notebook: Path) -> None:
+    """A notebook renamed or moved since it last ran finds its recording before the mode is chosen (the
+    kernel would too, but only after this run had decided there was none)."""
+    from .kernel.notebook_id import follow_recording, saved_notebook_id
+
+    if saved_notebook_id(str(notebook)) is None:
+        return  # no id, nothing to follow: leave the store unopened
+    from .store import open_store
+
+    store = open_store(None)
+    try:
+        moved_from = follow_recording(str(notebook), _recording(notebook), store)
+    finally:
+        store.close()
+    if moved_from is not None:
+        print(f"the recording {moved_from} follows the notebook: now {_recording(notebook).name}", file=sys.stderr)
 
 
 def _replay_mode(notebook: Path, *, record: bool, live: bool) -> str:

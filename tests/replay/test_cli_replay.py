@@ -81,6 +81,35 @@ def test_run_replays_a_recording_by_default_and_reports_what_is_not_recorded(
     assert "You said: And of Marseille?" in str(transcripts(tmp_path / "d.ipynb")[1])
 
 
+@pytest.mark.timeout(180)  # three `agentcell run`s, each a kernel
+def test_a_recording_follows_its_notebook_when_it_is_renamed_and_is_copied_with_a_duplicate(
+    kernel_env: dict[str, str], tmp_path: Path
+) -> None:
+    nb = notebook(tmp_path / "study.ipynb", "What is the population of Paris?")
+    saved = nbformat.read(nb, as_version=4)
+    saved.metadata["agentcell"] = {"notebook_id": "0f5c2a9e-1d1b-4c55-9a53-7d2b1c0e8f11"}  # as the extension keeps it
+    nbformat.write(saved, nb)
+    script = tmp_path / "script.json"
+    recorded = run(str(nb), "--record", "--model", write_script(script, SCRIPT[:1]), "-o", str(nb), env=kernel_env)
+    assert recorded.returncode == 0, recorded.stderr
+    script.unlink()
+    kernel_env.pop("AGENTCELL_MODEL")
+
+    renamed = nb.rename(tmp_path / "paris.ipynb")  # the recording stays behind, under the old name
+    replayed = run(str(renamed), "-o", str(renamed), env=kernel_env)
+    assert replayed.returncode == 0, replayed.stderr
+    assert f"replayed from {tmp_path / 'paris.agentcell.jsonl'}" in replayed.stderr
+    assert not (tmp_path / "study.agentcell.jsonl").exists()
+    assert "About 2.1 million." in str(transcripts(renamed))
+
+    duplicate = tmp_path / "paris-copy.ipynb"  # JupyterLab's Duplicate: the same metadata, so the same id
+    duplicate.write_bytes(renamed.read_bytes())
+    again = run(str(duplicate), "-o", str(duplicate), env=kernel_env)
+    assert again.returncode == 0, again.stderr
+    assert f"replayed from {tmp_path / 'paris-copy.agentcell.jsonl'}" in again.stderr
+    assert (tmp_path / "paris.agentcell.jsonl").read_bytes() == (tmp_path / "paris-copy.agentcell.jsonl").read_bytes()
+
+
 def test_run_writes_html_with_widget_state_and_static_fallbacks(kernel_env: dict[str, str], tmp_path: Path) -> None:
     nb = notebook(tmp_path / "page.ipynb", WIDGET, "Hello there")
     result = run(str(nb), "--html", env=kernel_env)

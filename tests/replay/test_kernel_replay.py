@@ -55,6 +55,30 @@ def test_a_recorded_notebook_replays_after_a_restart_with_no_provider(
     assert recorded[0][0]["session_id"] != replayed[0][0]["session_id"]
 
 
+def test_a_moved_notebook_brings_its_recording_along(kernel_env: dict[str, str], tmp_path: Path) -> None:
+    metadata = {"agentcell": {"notebook_id": "6a1d4f0e-9b7c-4e1a-8f3d-2c5b7a9e0d14"}}
+    (tmp_path / "notebook.ipynb").write_text(
+        json.dumps({"cells": [], "metadata": metadata, "nbformat": 4, "nbformat_minor": 5})
+    )
+    recorded = record_notebook(kernel_env, tmp_path)
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    moved = (tmp_path / "notebook.ipynb").rename(elsewhere / "paris.ipynb")  # the recording stays behind
+    kernel_env.pop("AGENTCELL_MODEL")
+    kernel_env["JPY_SESSION_NAME"] = str(moved)
+    with running_kernel(kernel_env, cwd=elsewhere) as (_, kc):  # no key, and now a recording: auto
+        assert "replay mode: auto" in execute(kc, "%replay status").stdout
+        replayed = [turn(kc, q) for q in QUESTIONS]
+
+    def said(turns: list[list[dict[str, Any]]]) -> list[Any]:  # the model's id names the folder it is run from
+        return [[e["content"] for e in t if e["type"] == "agent.message"] for t in turns]
+
+    assert said(replayed) == said(recorded) and "About 520,000." in str(said(replayed))
+    assert (elsewhere / "paris.agentcell.jsonl").is_file()
+    assert not (tmp_path / "notebook.agentcell.jsonl").exists()
+
+
 def test_a_request_that_was_not_recorded_names_its_cell(kernel_env: dict[str, str], tmp_path: Path) -> None:
     record_notebook(kernel_env, tmp_path)
     kernel_env["AGENTCELL_REPLAY"] = "replay"

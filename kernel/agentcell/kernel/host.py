@@ -167,11 +167,13 @@ class NotebookAgent:
     def engine(self) -> Engine:
         if self._engine is None:
             from ..core import Engine
+            from ..store import open_store
             from .replay_mode import notebook_replayer
             from .tools import notebook_tools
 
-            replay = notebook_replayer(self.notebook_path, self.shell)
-            self._engine = Engine(self.config.db or None, tools=notebook_tools(self.shell), replay=replay)
+            store = open_store(self.config.db or None)
+            replay = notebook_replayer(self.notebook_path, self.shell, store)
+            self._engine = Engine(store=store, tools=notebook_tools(self.shell), replay=replay)
             self.apply_cache_setting()
         return self._engine
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..providers.replay import CellRef, Replayer, ReplayMode, parse_mode, recording_path
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
+
+    from ..store.base import Store
 
 __all__ = ["ENV_VARIABLE", "current_cell", "notebook_replayer", "starting_mode"]
 
@@ -53,14 +54,17 @@ def current_cell(shell: InteractiveShell) -> CellRef:
     return CellRef(number=number if isinstance(number, int) else None, id=cell_id if isinstance(cell_id, str) else None)
 
 
-def notebook_replayer(notebook: str | None, shell: InteractiveShell) -> Replayer | None:
-    """The replayer of the notebook at ``notebook`` (``JPY_SESSION_NAME``), or None without a notebook."""
+def notebook_replayer(notebook: str | None, shell: InteractiveShell, store: Store | None = None) -> Replayer | None:
+    """The replayer of the notebook at ``notebook`` (``JPY_SESSION_NAME``), or None without a notebook.
+    With the ``store``, a recording left behind by a rename or move of the notebook comes along first."""
     if not notebook:
         return None
-    path = Path(notebook)
-    if not path.is_absolute():  # a server's relative path: the kernel runs in the notebook's folder
-        path = Path.cwd() / path.name
+    from .notebook_id import follow_recording, notebook_file
+
+    path = notebook_file(notebook)  # a server's relative path: the kernel runs in the notebook's folder
     recording = recording_path(path)
+    if store is not None:
+        follow_recording(notebook, recording, store)
     replayer = Replayer(recording, starting_mode(recording.exists()), cell=lambda: current_cell(shell))
     if replayer.from_start and not os.environ.get("AGENTCELL_MODEL") and (model := replayer.recorded_model()):
         os.environ["AGENTCELL_MODEL"] = model  # what the host's default model reads
