@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from ..errors import StoreError
 from ..records.skill import Skill
+from .pg_versions import SKILL_VERSIONS, insert_version
 
 __all__ = ["PgSkills"]
 
@@ -38,21 +38,8 @@ class PgSkills:
 
         def work(conn: Any) -> None:
             with conn.transaction():
-                row = conn.execute(
-                    "INSERT INTO agentcell.skill_versions (skill_id, version, body) VALUES (%s, %s, %s) "
-                    "ON CONFLICT DO NOTHING RETURNING version",
-                    (skill.id, skill.version, body),
-                ).fetchone()
-                if row is None:
-                    stored = conn.execute(
-                        "SELECT body FROM agentcell.skill_versions WHERE skill_id = %s AND version = %s",
-                        (skill.id, skill.version),
-                    ).fetchone()
-                    if stored is None or stored[0] != body:  # the same body is this insert, retried
-                        raise StoreError(
-                            f"skill {skill.id} version {skill.version} already exists; versions are immutable"
-                        )
-                    return
+                if not insert_version(conn, SKILL_VERSIONS, skill.id, skill.version, body):
+                    return  # the same version, stored by this call before its connection was lost
                 with conn.cursor() as cursor:
                     cursor.executemany(
                         "INSERT INTO agentcell.skill_contents (sha256, content) VALUES (%s, %s) ON CONFLICT DO NOTHING",

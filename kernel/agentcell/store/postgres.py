@@ -42,6 +42,7 @@ from .pg_lease import LEASE_SECONDS, LIVE_HOLDER, OTHER_LIVE_HOLDER, PgLease, Pg
 from .pg_schema import POSITION_LOCK, SCHEMA_DDL, SCHEMA_VERSION
 from .pg_skills import PgSkills
 from .pg_url import DEFAULT_CONNECT_TIMEOUT, conninfo, public_url, scrub, scrubber, transient
+from .pg_versions import AGENT_VERSIONS, insert_version
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -207,18 +208,7 @@ class PostgresStore:
         body = agent.model_dump_json()
 
         def work(conn: Conn) -> None:
-            row = conn.execute(
-                "INSERT INTO agentcell.agent_versions (agent_id, version, body) VALUES (%s, %s, %s) "
-                "ON CONFLICT DO NOTHING RETURNING version",
-                (agent.id, agent.version, body),
-            ).fetchone()
-            if row is None:
-                stored = conn.execute(
-                    "SELECT body FROM agentcell.agent_versions WHERE agent_id = %s AND version = %s",
-                    (agent.id, agent.version),
-                ).fetchone()
-                if stored is None or stored[0] != body:  # the same body is this insert, retried
-                    raise StoreError(f"agent {agent.id} version {agent.version} already exists; versions are immutable")
+            insert_version(conn, AGENT_VERSIONS, agent.id, agent.version, body)
 
         self._run(f"store agent {agent.id} version {agent.version}", work)
 
