@@ -7,6 +7,8 @@ checked against the rules below; a new import that breaks one fails here, naming
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import agentcell
@@ -108,3 +110,14 @@ def test_nothing_under_engine_mentions_the_session_handle() -> None:
         if module.startswith("agentcell.engine"):
             for _, target in _imports(module, path.read_text(), is_package=path.name == "__init__.py"):
                 assert target not in ("agentcell.sessions", "agentcell.sessions_api", "agentcell.core"), path
+
+
+def test_a_first_turn_imports_no_json_schema_library() -> None:
+    """jsonschema compiles ~40 grammars when it is imported (rfc3987-syntax, which Jupyter's format checks
+    bring): seconds of a first prose cell. Only a workflow step with an output schema needs it."""
+    code = (
+        "import sys, agentcell, agentcell.core, agentcell.kernel.host, agentcell.engine.workflows\n"
+        "print(sorted(m for m in ('jsonschema', 'lark') if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert loaded.stdout.strip() == "[]"

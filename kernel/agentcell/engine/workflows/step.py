@@ -15,9 +15,6 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from jsonschema.exceptions import best_match
-from jsonschema.validators import validator_for
-
 from ...events import (
     AgentMessage,
     AgentThreadMessageReceived,
@@ -220,6 +217,11 @@ class StepThread:
         value, problem = parse_json_answer(final)
         if problem is not None:
             return None, problem
+        # Imported when a step has a schema: jsonschema compiles ~40 grammars at import (rfc3987-syntax,
+        # present with Jupyter's own format checks), seconds of a first turn that has no use for it.
+        from jsonschema.exceptions import best_match
+        from jsonschema.validators import validator_for
+
         error = best_match(validator_for(schema)(schema).iter_errors(value))
         if error is not None:
             where = "/".join(str(p) for p in error.absolute_path) or "the value"

@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from jsonschema.exceptions import SchemaError
-from jsonschema.validators import validator_for
 from pydantic import ValidationError
 
 from ...errors import AgentCellError, InvalidInputError, WorkflowPlanError
@@ -375,6 +373,9 @@ def _resolve(
 
 def _check_options(step: WorkflowStep, resolve_model: Callable[[ModelConfig], ResolvedModel]) -> None:
     if step.output_schema is not None:
+        from jsonschema.exceptions import SchemaError  # seconds to import: only for a plan with a schema (step.py)
+        from jsonschema.validators import validator_for
+
         try:
             validator_for(step.output_schema).check_schema(step.output_schema)
         except SchemaError as exc:
