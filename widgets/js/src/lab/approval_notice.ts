@@ -8,7 +8,7 @@
  * asks again, but that updates the one notification. It is dismissed when the card no longer holds an
  * approval panel: the call was answered (here or by a key), the turn stopped, or the cell's output went.
  * Its "Show" action scrolls the panel into the middle of the notebook and focuses it, where `y` / `a` / `n`
- * answer it.
+ * answer it; the notification stays until then.
  */
 
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
@@ -62,7 +62,11 @@ class ApprovalNotices {
   }
 
   private actions(card: Element): Notification.IAction[] {
-    return [{ label: "Show", caption: "Scroll to the approval and focus it", displayType: "accent", callback: () => void this.show(card) }];
+    const show = (event: MouseEvent): void => {
+      event.preventDefault(); // the notification stays until the approval is answered
+      void this.show(card);
+    };
+    return [{ label: "Show", caption: "Scroll to the approval and focus it", displayType: "accent", callback: show }];
   }
 
   private async show(card: Element): Promise<void> {
