@@ -107,7 +107,12 @@ def test_an_approval_waiting_off_screen_is_one_notification_whose_show_focuses_i
         f"notice-{app}",
         [
             # The model takes a moment before asking, time for the user to scroll away.
-            {"steps": [{"kind": "delay", "seconds": 2}, {"kind": "tool_call", "name": "bash", "input": {"command": f"touch {marker}"}}]},
+            {
+                "steps": [
+                    {"kind": "delay", "seconds": 2},
+                    {"kind": "tool_call", "name": "bash", "input": {"command": f"touch {marker}"}},
+                ]
+            },
             {"steps": [{"kind": "text", "text": "Touched."}]},
         ],
     )
@@ -168,9 +173,7 @@ def test_a_revoked_always_rule_asks_again_after_a_kernel_restart(page: Page, lab
     wait_cell_done(page, 2)
     expect(cells(page).nth(2).locator(".jp-OutputArea-output")).to_contain_text("bash")
 
-    _restart_kernel(page)
-    run_cell(page, 0)
-    wait_cell_done(page, 0)
+    _restart_kernel(page)  # the session, its model and its log carry on in the new kernel
     run_cell(page, 3)
     # Kept, the rule would be rebuilt from the session's log and the call would run without asking.
     again = turn(page, 3).locator(".ac-approval")
@@ -188,7 +191,12 @@ def test_a_running_thread_is_open_with_its_spinner_then_reads_finished(page: Pag
         lab,
         "thread",
         [
-            {"steps": [{"kind": "tool_call", "name": "spawn_thread", "input": spawn}, {"kind": "tool_call", "name": "wait_thread"}]},
+            {
+                "steps": [
+                    {"kind": "tool_call", "name": "spawn_thread", "input": spawn},
+                    {"kind": "tool_call", "name": "wait_thread"},
+                ]
+            },
             # The helper thinks for a while: long enough to see it run.
             {"steps": [{"kind": "delay", "seconds": 3}, {"kind": "text", "text": "old pond, a frog"}]},
             {"steps": [{"kind": "text", "text": "The poet wrote it."}]},
