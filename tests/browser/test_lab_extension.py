@@ -130,8 +130,15 @@ def test_an_approval_waiting_off_screen_is_one_notification_whose_show_focuses_i
     toast = page.locator(".jp-Notification-Toast-warning", has_text="bash waits for your approval")
     expect(toast).to_be_visible(timeout=15_000)
     expect(toast).to_contain_text(f"notice-{app}.ipynb: $ touch /")  # long commands are cut at 80 characters
-    assert page.locator(".jp-Notification-Toast-warning").count() == 1  # one notification, not one per paint
-    assert page.title().startswith("⏸ approval needed") is False  # the extension took it over from the title
+    # The card asks again when it repaints its panel while the call still waits: still one notification.
+    panel.evaluate(
+        """p => p.dispatchEvent(new CustomEvent("agentcell:approval-pending", {
+          bubbles: true, cancelable: true, detail: { tool: "bash", action: "Approve bash: $ touch again" },
+        }))"""
+    )
+    expect(toast).to_contain_text("$ touch again")
+    assert page.locator(".jp-Notification-Toast-warning").count() == 1
+    assert not page.title().startswith("⏸ approval needed")  # the extension took it over from the title
     screenshot(page, f"approval-notice-{app}")
 
     toast.get_by_role("button", name="Show").click()
