@@ -7,8 +7,8 @@
  * One notification per tool card: a card repaints its panel (a new element) while the call still waits, and
  * asks again, but that updates the one notification. It is dismissed when the card no longer holds an
  * approval panel: the call was answered (here or by a key), the turn stopped, or the cell's output went.
- * Its "Show" action scrolls the panel into the middle of the notebook and focuses it, where `y` / `a` / `n`
- * answer it; the notification stays until then.
+ * Its "Show" action brings the notebook's tab forward, scrolls the panel into the middle and focuses it,
+ * where `y` / `a` / `n` answer it; the notification stays until then.
  */
 
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
@@ -37,7 +37,10 @@ class ApprovalNotices {
   private readonly waiting = new Map<Element, Waiting>();
   private readonly observer = new MutationObserver(() => this.sweep());
 
-  constructor(private readonly panel: NotebookPanel) {
+  constructor(
+    private readonly app: JupyterFrontEnd,
+    private readonly panel: NotebookPanel,
+  ) {
     panel.node.addEventListener(APPROVAL_PENDING_EVENT, (event) => this.announce(event));
     panel.disposed.connect(() => this.dismissAll());
   }
@@ -72,6 +75,8 @@ class ApprovalNotices {
   private async show(card: Element): Promise<void> {
     const waiting = this.waiting.get(card);
     if (!waiting) return;
+    // The notebook may be a tab behind another one: bring it forward first.
+    this.app.shell.activateById(this.panel.id);
     const notebook = this.panel.content;
     notebook.activeCellIndex = notebook.widgets.indexOf(waiting.cell);
     await notebook.scrollToCell(waiting.cell, "center");
@@ -105,8 +110,8 @@ export const approvalNoticePlugin: JupyterFrontEndPlugin<void> = {
   description: "A notification for an agent's tool call that waits for approval off-screen.",
   autoStart: true,
   requires: [INotebookTracker],
-  activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => {
-    tracker.forEach((panel) => new ApprovalNotices(panel));
-    tracker.widgetAdded.connect((_tracker, panel) => new ApprovalNotices(panel));
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    tracker.forEach((panel) => new ApprovalNotices(app, panel));
+    tracker.widgetAdded.connect((_tracker, panel) => new ApprovalNotices(app, panel));
   },
 };
