@@ -163,16 +163,22 @@ def write_notebook(lab: Lab, name: str, cells: list[str], *, kernel: str = "agen
     return path
 
 
-def open_notebook(page: Page, lab: Lab, name: str) -> None:
-    page.goto(lab.notebook_url(name))
+APPS = ("lab", "notebook7")
+"""The two front ends a test may open a notebook in: JupyterLab and Notebook 7 (one server serves both)."""
+
+
+def open_notebook(page: Page, lab: Lab, name: str, app: str = "lab") -> None:
+    page.goto(lab.notebook7_url(name) if app == "notebook7" else lab.notebook_url(name))
     expect(page.locator(".jp-Notebook .jp-Cell").first).to_be_visible(timeout=30_000)
-    wait_idle(page)
+    wait_idle(page, app=app)
 
 
-def wait_idle(page: Page, timeout: float = 60_000) -> None:
-    """The kernel is started and idle (the notebook toolbar's indicator and the status bar)."""
+def wait_idle(page: Page, timeout: float = 60_000, app: str = "lab") -> None:
+    """The kernel is started and idle (the notebook toolbar's indicator, and in JupyterLab the status bar;
+    Notebook 7 has none)."""
     expect(page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']")).to_be_attached(timeout=timeout)
-    expect(page.get_by_text(re.compile(r"\| Idle$"))).to_be_visible(timeout=timeout)
+    if app == "lab":
+        expect(page.get_by_text(re.compile(r"\| Idle$"))).to_be_visible(timeout=timeout)
 
 
 def run_cell(page: Page, index: int) -> None:

@@ -1,6 +1,7 @@
-"""The turn view for daily use, in a real JupyterLab (light and dark themes) and Chromium: replies with
-tables, math, task lists and blocked images; what the python tool displays inside its card; an approval
-headlined by its command and answered with `y`; Enter in the Steer box."""
+"""The turn view for daily use, in a real JupyterLab (light and dark themes) and Notebook 7, in Chromium:
+replies with tables, math, task lists and blocked images; what the python tool displays inside its card; an
+approval headlined by its command and answered with `y`; Enter in the Steer box. One server serves both
+apps."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from .conftest import script
-from .lab import Lab, open_notebook, run_cell, screenshot, turn, wait_cell_done, write_notebook
+from .lab import APPS, Lab, open_notebook, run_cell, screenshot, turn, wait_cell_done, write_notebook
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -49,10 +50,13 @@ def _dark(page: Page) -> None:
     expect(page.locator("body[data-jp-theme-light='false']")).to_be_attached(timeout=15_000)
 
 
-def _start_turn(page: Page, lab: Lab, name: str, call: tuple[str, dict[str, str]], *, answer: str, prompt: str) -> Any:
+def _start_turn(
+    page: Page, lab: Lab, name: str, call: tuple[str, dict[str, str]], *, answer: str, prompt: str, app: str
+) -> Any:
     """A notebook whose second cell asks for one tool call, then says ``answer``; runs both cells (the first
-    selects the script) and returns the turn's view, still running."""
+    selects the script) in ``app`` and returns the turn's view, still running."""
     tool, arguments = call
+    name = f"{name}-{app}"
     model = script(
         lab,
         name,
@@ -62,20 +66,21 @@ def _start_turn(page: Page, lab: Lab, name: str, call: tuple[str, dict[str, str]
         ],
     )
     write_notebook(lab, f"{name}.ipynb", [model, prompt])
-    open_notebook(page, lab, f"{name}.ipynb")
+    open_notebook(page, lab, f"{name}.ipynb", app=app)
     run_cell(page, 0)
     wait_cell_done(page, 0)
     run_cell(page, 1)
     return turn(page, 1)
 
 
-@pytest.mark.parametrize("theme", ["light", "dark"])
+@pytest.mark.parametrize(("app", "theme"), [("lab", "light"), ("lab", "dark"), ("notebook7", "light")])
 def test_a_reply_has_bordered_tables_typeset_math_task_boxes_and_image_placeholders(
-    page: Page, lab: Lab, theme: str
+    page: Page, lab: Lab, app: str, theme: str
 ) -> None:
-    model = script(lab, f"reply-{theme}", [{"steps": [{"kind": "text", "text": REPLY}]}])
-    write_notebook(lab, f"reply-{theme}.ipynb", [model, "Show me everything."])
-    open_notebook(page, lab, f"reply-{theme}.ipynb")
+    name = f"reply-{app}-{theme}"
+    model = script(lab, name, [{"steps": [{"kind": "text", "text": REPLY}]}])
+    write_notebook(lab, f"{name}.ipynb", [model, "Show me everything."])
+    open_notebook(page, lab, f"{name}.ipynb", app=app)
     if theme == "dark":
         _dark(page)
     run_cell(page, 0)
@@ -104,17 +109,20 @@ def test_a_reply_has_bordered_tables_typeset_math_task_boxes_and_image_placehold
     if theme == "dark":  # themed: the table's text follows the dark theme, not a fixed dark colour
         colour = cell.evaluate("td => getComputedStyle(td).color")
         assert colour not in {"rgb(31, 31, 31)", "rgb(0, 0, 0)"}, colour
-    screenshot(page, f"reply-{theme}")
+    screenshot(page, name)
 
 
-def test_what_the_python_tool_displays_is_inside_its_card_and_the_cell_has_one_output(page: Page, lab: Lab) -> None:
+@pytest.mark.parametrize("app", APPS)
+def test_what_the_python_tool_displays_is_inside_its_card_and_the_cell_has_one_output(
+    page: Page, lab: Lab, app: str
+) -> None:
     code = (
         "from IPython.display import HTML, Image, display\nimport base64\n"
         "display(HTML('<table><tr><th>n</th></tr><tr><td>cell one</td></tr></table>'))\n"
         f"display(Image(data=base64.b64decode({PNG!r})))\n"
     )
     call = ("python", {"code": code})
-    view = _start_turn(page, lab, "display", call, answer="Shown above.", prompt="Show a table and a dot.")
+    view = _start_turn(page, lab, "display", call, answer="Shown above.", prompt="Show a table and a dot.", app=app)
     wait_cell_done(page, 1)
     card = view.locator(".ac-tool")
     expect(card.locator(".ac-status")).to_have_text("completed")
@@ -123,17 +131,18 @@ def test_what_the_python_tool_displays_is_inside_its_card_and_the_cell_has_one_o
     outputs = page.locator(".jp-Notebook .jp-Cell").nth(1).locator(".jp-OutputArea-child")
     visible = [i for i in range(outputs.count()) if outputs.nth(i).is_visible()]
     assert len(visible) == 1, f"{len(visible)} visible outputs"  # the turn; the static fallback is hidden
-    screenshot(page, "tool-display")
+    screenshot(page, f"tool-display-{app}")
 
 
-def test_an_approval_is_headlined_by_its_command_and_y_allows_it(page: Page, lab: Lab) -> None:
-    marker = lab.root / "y.marker"
+@pytest.mark.parametrize("app", APPS)
+def test_an_approval_is_headlined_by_its_command_and_y_allows_it(page: Page, lab: Lab, app: str) -> None:
+    marker = lab.root / f"y-{app}.marker"
     call = ("bash", {"command": f"touch {marker}"})
-    view = _start_turn(page, lab, "keys", call, answer="Touched.", prompt="Touch the marker.")
+    view = _start_turn(page, lab, "keys", call, answer="Touched.", prompt="Touch the marker.", app=app)
     panel = view.locator(".ac-approval")
     expect(panel.locator(".ac-command")).to_have_text(f"$ touch {marker}", timeout=30_000)
     expect(panel.locator(".ac-approval-reason")).to_contain_text("Asked because bash would run")
-    screenshot(page, "approval-headline")
+    screenshot(page, f"approval-headline-{app}")
     cells = page.locator(".jp-Notebook .jp-Cell").count()
     panel.focus()
     page.keyboard.press("y")
@@ -144,9 +153,10 @@ def test_an_approval_is_headlined_by_its_command_and_y_allows_it(page: Page, lab
     assert page.locator(".jp-Notebook .jp-Cell").count() == cells  # the notebook's own shortcuts stayed out
 
 
-def test_enter_in_the_steer_box_sends_and_the_transcript_says_it_was_delivered(page: Page, lab: Lab) -> None:
+@pytest.mark.parametrize("app", APPS)
+def test_enter_in_the_steer_box_sends_and_the_transcript_says_it_was_delivered(page: Page, lab: Lab, app: str) -> None:
     sleep = ("python", {"code": "import time\ntime.sleep(4)"})
-    view = _start_turn(page, lab, "steer", sleep, answer="Using the median.", prompt="Measure it.")
+    view = _start_turn(page, lab, "steer", sleep, answer="Using the median.", prompt="Measure it.", app=app)
     expect(view.locator(".ac-tool .ac-status")).to_have_text("running", timeout=30_000)
     box = view.locator(".ac-steer-input")
     cells = page.locator(".jp-Notebook .jp-Cell").count()
@@ -156,5 +166,5 @@ def test_enter_in_the_steer_box_sends_and_the_transcript_says_it_was_delivered(p
     expect(view.locator(".ac-note", has_text="Steer delivered: use the median")).to_be_visible(timeout=30_000)
     wait_cell_done(page, 1)
     expect(view.locator(".ac-message")).to_have_text("Using the median.")
-    screenshot(page, "steer-delivered")
+    screenshot(page, f"steer-delivered-{app}")
     assert page.locator(".jp-Notebook .jp-Cell").count() == cells  # Enter went to the box, not the notebook

@@ -56,6 +56,10 @@ def test_the_wheel_carries_the_bundle(tmp_path: Path) -> None:
     assert {f"{lab}package.json", f"{lab}install.json"} <= names
     assert [n for n in names if n.startswith(f"{lab}static/remoteEntry.") and n.endswith(".js")]
     assert not [n for n in names if n.startswith("agentcell_widgets/labextension")]  # shipped once
+    # The bundled libraries' licenses travel with both bundles (tests/widgets/test_licenses.py checks them all).
+    for licenses in (f"{lab}static/third-party-licenses.json", "agentcell_widgets/static/third-party-licenses.json"):
+        shipped = {p["name"] for p in json.loads(zipfile.ZipFile(wheel).read(licenses))["packages"]}
+        assert {"dompurify", "highlight.js", "katex", "marked"} <= shipped, licenses
 
     # Installed in a fresh environment, JupyterLab finds it with no further step. The fresh venv borrows
     # this one's dependencies through a .pth file rather than downloading them again.

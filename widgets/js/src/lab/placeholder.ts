@@ -1,12 +1,13 @@
 /**
  * An empty cell of an agentcell notebook says what it is for ("Ask the agent…"), where JupyterLab shows an
- * empty editor. The notebook panel is marked while its kernel is agentcell's; `lab.css` draws the hint on the
+ * empty editor. The notebook panel is marked while its kernel is agentcell's; `placeholder.css` draws the hint on the
  * editor's only, empty line, so it disappears with the first character and never reaches the cell's source.
  */
 
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
 import { INotebookTracker, type NotebookPanel } from "@jupyterlab/notebook";
-import { ensureStyle } from "./style";
+import css from "./placeholder.css";
+import { injectStyle } from "./inject_style";
 
 export const AGENTCELL_NOTEBOOK = "agentcell-notebook";
 
@@ -27,7 +28,7 @@ export const placeholderPlugin: JupyterFrontEndPlugin<void> = {
   autoStart: true,
   requires: [INotebookTracker],
   activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => {
-    ensureStyle();
+    injectStyle("notebook", css);
     tracker.forEach(follow);
     tracker.widgetAdded.connect((_tracker, panel) => follow(panel));
   },

@@ -1,8 +1,10 @@
 /** The JupyterLab / Notebook 7 plugins of agentcell (the MIME renderer is `mime.ts`, loaded separately). */
 
+import { approvalNoticePlugin } from "./approval_notice";
+import { insertCellPlugin } from "./insert_cell";
 import { notebookIdPlugin } from "./notebook_id";
 import { placeholderPlugin } from "./placeholder";
 import { pythonCellsPlugin } from "./python_cells";
 import { staleTurnsPlugin } from "./stale";
 
-export default [notebookIdPlugin, placeholderPlugin, pythonCellsPlugin, staleTurnsPlugin];
+export default [approvalNoticePlugin, insertCellPlugin, notebookIdPlugin, placeholderPlugin, pythonCellsPlugin, staleTurnsPlugin];

@@ -1,15 +1,13 @@
-/** The widget's stylesheet, injected once into the page (the lab bundle carries it as text). */
+/**
+ * A saved turn's look: the widget's stylesheet after KaTeX's own (its fonts inlined by build.mjs), so its
+ * math is typeset as the live widget's.
+ */
 
+import katexCss from "katex/dist/katex.min.css";
 import css from "../style.css";
+import { injectStyle } from "./inject_style";
 import extra from "./lab.css";
 
-let injected = false;
-
 export function ensureStyle(): void {
-  if (injected || typeof document === "undefined") return;
-  injected = true;
-  const style = document.createElement("style");
-  style.dataset.agentcell = "turn";
-  style.textContent = `${css}\n${extra}`;
-  document.head.append(style);
+  injectStyle("turn", `${katexCss}\n${css}\n${extra}`);
 }
