@@ -11,7 +11,7 @@ from playwright.sync_api import Page, expect
 from .conftest import script
 from .lab import Lab, open_notebook, run_cell, screenshot, turn, wait_cell_done, write_notebook
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(180)]
 
 
 def _seconds(text: str) -> float:
