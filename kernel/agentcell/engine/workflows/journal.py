@@ -23,7 +23,7 @@ from ...events import Event
 from ...records.workflow_events import WorkflowRunStepCompleted
 from .validate import CheckedStep
 
-__all__ = ["JOURNAL_EVENT_TYPES", "Journal", "item_key"]
+__all__ = ["JOURNAL_EVENT_TYPES", "ItemKeys", "Journal", "item_key"]
 
 JOURNAL_EVENT_TYPES = ("workflow_run.step_completed",)
 KEY_VERSION = 1
@@ -31,26 +31,42 @@ KEY_VERSION = 1
 
 
 def item_key(step: CheckedStep, prompt: str, item: int | None, item_value: Any) -> str:
-    agent = step.agent
-    if step.inline:
-        who: dict[str, Any] = {
-            "inline": agent.model_dump(mode="json", include={"name", "model", "system", "description"})
-        }
-    else:
-        who = {"id": agent.id, "version": agent.version}
-    spec = step.spec
-    material = {
-        "v": KEY_VERSION,
-        "step": spec.id,
-        "agent": who,
-        "prompt": prompt,
-        "item": [item, item_value] if item is not None else None,
-        "output_schema": spec.output_schema,
-        "max_turns": spec.max_turns,
-        "outcome": spec.outcome.model_dump(mode="json") if spec.outcome is not None else None,
-    }
-    canonical = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(canonical.encode("ascii")).hexdigest()[:32]
+    return ItemKeys().key(step, prompt, item, item_value)
+
+
+class ItemKeys:
+    """Makes the keys of one run's items: what a step contributes beyond its prompt and item (its agent,
+    options and outcome, dumped from pydantic models) is the same for every item, so it is worked out once
+    per step. The key is the same as :func:`item_key`'s."""
+
+    def __init__(self) -> None:
+        self._static: dict[str, dict[str, Any]] = {}
+
+    def _of(self, step: CheckedStep) -> dict[str, Any]:
+        static = self._static.get(step.id)
+        if static is None:
+            agent = step.agent
+            if step.inline:
+                who: dict[str, Any] = {
+                    "inline": agent.model_dump(mode="json", include={"name", "model", "system", "description"})
+                }
+            else:
+                who = {"id": agent.id, "version": agent.version}
+            spec = step.spec
+            static = self._static[step.id] = {
+                "v": KEY_VERSION,
+                "step": spec.id,
+                "agent": who,
+                "output_schema": spec.output_schema,
+                "max_turns": spec.max_turns,
+                "outcome": spec.outcome.model_dump(mode="json") if spec.outcome is not None else None,
+            }
+        return static
+
+    def key(self, step: CheckedStep, prompt: str, item: int | None, item_value: Any) -> str:
+        material = {**self._of(step), "prompt": prompt, "item": [item, item_value] if item is not None else None}
+        canonical = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        return hashlib.sha256(canonical.encode("ascii")).hexdigest()[:32]
 
 
 class Journal:
