@@ -273,18 +273,30 @@ class WorkflowRunner:
             if self._stopping():  # it stopped while this item waited for a slot
                 return _ItemDone(False)
             thread_id = new_id("sthr")
-            self._emit(
-                log.make(WorkflowRunStepStarted, session_thread_id=thread_id, key=key, item_value=item.value, **where)
+            started = log.make(
+                WorkflowRunStepStarted, session_thread_id=thread_id, key=key, item_value=item.value, **where
             )
+            ended: list[_ItemDone] = []
             thread = StepThread(log, self.deps, step, thread_id, parent_id=self.parent_id, tool_use_id=self.tool_use_id)
-            result = await thread.run(task)
+            # The item's start and end are stored with the thread's opening and closing events (one
+            # transaction each), not one commit apiece.
+            await thread.run(
+                task,
+                before=lambda: self._emit(started),
+                after=lambda result: ended.append(self._item_ended(item, where, thread_id, key, result)),
+            )
+        return ended[0]
+
+    def _item_ended(
+        self, item: _Item, where: dict[str, Any], thread_id: str, key: str, result: ItemResult
+    ) -> _ItemDone:
         self._tally.ran += 1
         self._tally.usage = self._tally.usage + result.usage
         if not result.ok:
             return self._item_failed(
                 item, where, result.error or "the step failed", thread_id=thread_id, key=key, result=result
             )
-        completed = log.make(
+        completed = self.log.make(
             WorkflowRunStepCompleted,
             session_thread_id=thread_id,
             key=key,
