@@ -32,25 +32,31 @@ KEY_VERSION = 1
 
 def item_key(step: CheckedStep, prompt: str, item: int | None, item_value: Any) -> str:
     """The key of one item: the hash of the canonical JSON of what decides its output."""
-    agent = step.agent
-    if step.inline:
-        who: dict[str, Any] = {
-            "inline": agent.model_dump(mode="json", include={"name", "model", "system", "description"})
-        }
-    else:
-        who = {"id": agent.id, "version": agent.version}
     spec = step.spec
     material = {
         "v": KEY_VERSION,
         "step": spec.id,
-        "agent": who,
+        "agent": _who(step),
         "prompt": prompt,
         "item": [item, item_value] if item is not None else None,
         "output_schema": spec.output_schema,
         "max_turns": spec.max_turns,
-        "outcome": spec.outcome.model_dump(mode="json") if spec.outcome is not None else None,
+        "outcome": _outcome(step),
     }
     return hashlib.sha256(_canonical(material).encode("ascii")).hexdigest()[:32]
+
+
+def _who(step: CheckedStep) -> dict[str, Any]:
+    """The agent an item runs: a saved agent's id and version, or an inline agent's whole definition."""
+    agent = step.agent
+    if step.inline:
+        return {"inline": agent.model_dump(mode="json", include={"name", "model", "system", "description"})}
+    return {"id": agent.id, "version": agent.version}
+
+
+def _outcome(step: CheckedStep) -> dict[str, Any] | None:
+    outcome = step.spec.outcome
+    return outcome.model_dump(mode="json") if outcome is not None else None
 
 
 def _canonical(value: Any) -> str:
@@ -69,20 +75,12 @@ class ItemKeys:
     def _of(self, step: CheckedStep) -> tuple[str, str, str]:
         static = self._static.get(step.id)
         if static is None:
-            agent = step.agent
-            if step.inline:
-                who: dict[str, Any] = {
-                    "inline": agent.model_dump(mode="json", include={"name", "model", "system", "description"})
-                }
-            else:
-                who = {"id": agent.id, "version": agent.version}
             spec = step.spec
-            outcome = spec.outcome.model_dump(mode="json") if spec.outcome is not None else None
             # The material's keys in sorted order: agent, item, max_turns, outcome, output_schema, prompt,
             # step, v.
             static = self._static[step.id] = (
-                f'{{"agent":{_canonical(who)},"item":',
-                f',"max_turns":{_canonical(spec.max_turns)},"outcome":{_canonical(outcome)}'
+                f'{{"agent":{_canonical(_who(step))},"item":',
+                f',"max_turns":{_canonical(spec.max_turns)},"outcome":{_canonical(_outcome(step))}'
                 f',"output_schema":{_canonical(spec.output_schema)},"prompt":',
                 f',"step":{_canonical(spec.id)},"v":{_canonical(KEY_VERSION)}}}',
             )
