@@ -5,7 +5,8 @@ A 100-step plan of no-op scripted steps (each step's agent answers at once, with
 journal lookup, the run's and steps' events — against the same 100 step threads awaited with
 ``asyncio.gather`` directly, under the same concurrency limit (target: <= 1.2x). Each side runs in a fresh
 engine on a fresh SQLite database (every event is one commit, as in a notebook); the sides alternate over
-interleaved rounds and the ratio is the median of the rounds' ratios. Beside the wall-clock ratio the
+interleaved rounds and the ratio is the median of the rounds' ratios; before each side the garbage collector
+runs, so a full collection of one side's garbage never lands in the other's time. Beside the wall-clock ratio the
 bench reports the ratio of this process's CPU time, which other work on a shared machine disturbs less.
 
 Shapes: 100 independent steps (the scheduler starts what is ready as slots free up), and a chain of 100
@@ -17,6 +18,7 @@ Run: ``.venv/bin/python bench/workflows.py``
 from __future__ import annotations
 
 import asyncio
+import gc
 import statistics
 import tempfile
 import time
@@ -60,7 +62,7 @@ def _session(folder: Path) -> tuple[Engine, Session]:
 
 
 async def _workflow(session: Session, shape: str) -> None:
-    run = await session.run_workflow(_plan(shape), resume=False)
+    run = await session.run_workflow(_plan(shape))  # resume on, as by default: the journal is looked up
     assert run.status == "completed", run.error
     assert run.ran == STEPS
 
@@ -90,6 +92,7 @@ async def _timed(side: Callable[[Session, str], Awaitable[None]], shape: str) ->
     """Wall-clock and CPU seconds (this process's) of one side, and the events it committed."""
     with tempfile.TemporaryDirectory() as folder:
         engine, session = _session(Path(folder))
+        gc.collect()  # neither side pays for a full collection of the other's garbage
         started, cpu = time.perf_counter(), time.process_time()
         await side(session, shape)
         seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu
@@ -101,7 +104,7 @@ async def _timed(side: Callable[[Session, str], Awaitable[None]], shape: str) ->
 async def measure(shape: str) -> dict[str, float]:
     # Warm up (imports, the scripted provider, SQLite's page cache), and count each side's events.
     events = (await _timed(_workflow, shape))[2], (await _timed(_gathered, shape))[2]
-    ratios, cpu_ratios, ours, baseline = [], [], [], []
+    ratios, cpu_ratios, ours, baseline, ours_cpu, baseline_cpu = [], [], [], [], [], []
     for round_ in range(ROUNDS):
         # Alternate which side goes first, so neither always meets a machine the other just warmed.
         if round_ % 2:
@@ -112,6 +115,8 @@ async def measure(shape: str) -> dict[str, float]:
             gathered = await _timed(_gathered, shape)
         ours.append(workflow[0])
         baseline.append(gathered[0])
+        ours_cpu.append(workflow[1])
+        baseline_cpu.append(gathered[1])
         ratios.append(workflow[0] / gathered[0])
         cpu_ratios.append(workflow[1] / gathered[1])
     return {
@@ -121,6 +126,8 @@ async def measure(shape: str) -> dict[str, float]:
         "ratio_min": min(ratios),
         "ratio_max": max(ratios),
         "cpu_ratio": statistics.median(cpu_ratios),
+        "workflow_cpu_ms": statistics.median(ours_cpu) * 1000,
+        "gather_cpu_ms": statistics.median(baseline_cpu) * 1000,
         "workflow_events": events[0],
         "gather_events": events[1],
     }
@@ -133,6 +140,7 @@ async def main() -> None:
         print(
             f"{shape:>11}: run_workflow {figures['workflow_ms']:.0f} ms, gathered {figures['gather_ms']:.0f} ms; "
             f"ratio {figures['ratio']:.2f}x (rounds {figures['ratio_min']:.2f}-{figures['ratio_max']:.2f}x), "
+            f"CPU {figures['workflow_cpu_ms']:.0f} vs {figures['gather_cpu_ms']:.0f} ms, "
             f"CPU-time ratio {figures['cpu_ratio']:.2f}x; target <= 1.2x; events committed "
             f"{figures['workflow_events']:.0f} vs {figures['gather_events']:.0f}"
         )

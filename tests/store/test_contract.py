@@ -17,6 +17,7 @@ from agentcell import (
     SessionNotFoundError,
     StoreError,
 )
+from agentcell import events as ev
 from agentcell.records.agent import Agent
 from agentcell.records.skill import SkillRef
 from agentcell.store import open_store
@@ -221,3 +222,15 @@ def test_a_database_of_the_previous_schema_gains_the_skill_tables_and_its_agents
         assert reopened.list_skills() == [skill]
     finally:
         reopened.close()
+
+
+def test_events_appended_together_are_stored_in_order_after_those_before(engine: Engine) -> None:
+    session = engine.sessions.create(agent=engine.agents.create(name="a", model="scripted").id)
+    session.send_sync("hi")
+    before = session.events()
+    log = session._log
+    batch = [log.make(ev.SessionStatusRunning), log.make(ev.SessionStatusRunning), log.make(ev.SessionStatusRunning)]
+    engine.store.append_many(batch)
+    engine.store.append_many(batch[:0])  # nothing to store is no write
+    assert [e.id for e in engine.store.events(session.id)] == [e.id for e in [*before, *batch]]
+    assert engine.store.last_event(session.id, None) == batch[-1]

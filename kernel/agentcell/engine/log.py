@@ -10,6 +10,7 @@ until the runner delivers it. Everything under ``engine/`` works on a ``SessionL
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Collection, Iterator
 from decimal import Decimal
@@ -79,6 +80,8 @@ class SessionLog:
         """The id of the newest event this log knows the store holds (see :meth:`catch_up`)."""
         self.cache_watch = CacheWatch()
         """Whether the prompt cache keeps missing, across the session's turns (``cache_watch``)."""
+        self._batch: list[StreamItem] | None = None
+        """Items emitted inside :meth:`batched`, not yet stored nor shown."""
 
     # ------------------------------------------------------------------------------------------ the session
 
@@ -151,17 +154,60 @@ class SessionLog:
 
     def emit(self, item: StreamItem) -> None:
         """Append a buffered event durably (previews are not stored), then show it to every listener. No
-        secret of the process reaches either: it is replaced by ``[redacted]`` first."""
+        secret of the process reaches either: it is replaced by ``[redacted]`` first. Inside
+        :meth:`batched`, both wait for the end of the block."""
         if self._secrets:
             item = self._scrubbed(item)
+        if self._batch is not None:
+            self._batch.append(item)
+            return
         if not is_preview(item):
             event = cast(Event, item)
             self.store.append(event)
-            self._last_known = event.id
-            history = self._histories.get(event.thread_id)
-            if history is not None:
-                history.apply(event)
+            self._applied(event)
         self.notify(item)
+
+    def _applied(self, event: Event) -> None:
+        self._last_known = event.id
+        history = self._histories.get(event.thread_id)
+        if history is not None:
+            history.apply(event)
+
+    @contextlib.contextmanager
+    def batched(self) -> Iterator[None]:
+        """Store the events emitted inside the block in one transaction at its end, then show them in order.
+
+        For a run of events emitted one after another with nothing awaited between them (a step thread's
+        opening, its closing and the workflow run's note of it): they become durable together before
+        anything waits on a model or a tool, so a crash keeps all of them or none (one by one, it could
+        keep the first few), and the store commits once instead of once each. Stored before shown holds as
+        for :meth:`emit`. Nested blocks join the outermost; a read of the log inside a block
+        (:meth:`events`, :meth:`last_event`, :meth:`history`) stores what was emitted so far first."""
+        if self._batch is not None:
+            yield
+            return
+        self._batch = []
+        try:
+            yield
+        finally:
+            try:
+                self._flush()
+            finally:
+                self._batch = None
+
+    def _flush(self) -> None:
+        """Store and show what :meth:`batched` held back so far (the block goes on collecting)."""
+        items = self._batch
+        if not items:
+            return
+        self._batch = []
+        events = [cast(Event, item) for item in items if not is_preview(item)]
+        if events:
+            self.store.append_many(events)
+        for item in items:
+            if not is_preview(item):
+                self._applied(cast(Event, item))
+            self.notify(item)
 
     def notify(self, item: StreamItem) -> None:
         """Show an item to the listeners without appending it (one the store already holds)."""
@@ -179,14 +225,17 @@ class SessionLog:
         return unsubscribe
 
     def events(self, *, types: Collection[str] | None = None, after_id: str | None = None) -> Iterator[Event]:
+        self._flush()
         return self.store.events(self.id, types=types, after_id=after_id)
 
     def last_event(self, event_type: str | None) -> Event | None:
+        self._flush()
         return self.store.last_event(self.id, event_type)
 
     def history(self, thread_id: str | None = None) -> History:
         """The thread's message history on the active path, folded from the log once and kept current as
         events are emitted (a supersession folds it afresh)."""
+        self._flush()
         history = self._histories.get(thread_id)
         if history is None:
             history = History()

@@ -116,6 +116,10 @@ class Store(Protocol):
     def append(self, event: Event) -> None:
         """Append durably: once this returns, a crash of the process does not lose the event."""
 
+    def append_many(self, events: Sequence[Event]) -> None:
+        """Append events of one session durably and in order, together where the store can (one
+        transaction): once this returns, a crash loses none of them."""
+
     def events(
         self, session_id: str, *, types: Collection[str] | None = None, after_id: str | None = None
     ) -> Iterator[Event]:

@@ -339,6 +339,12 @@ class PostgresStore:
                 return
         self._write_event(f"append event {event.id}", session_id, row, lambda c: self._insert_event(c, session_id, row))
 
+    def append_many(self, events: Sequence[Event]) -> None:
+        # One by one: each append takes its position under the position lock and its seq from the lease (see
+        # pg_append.py); a batch in one transaction would need both for several rows at once.
+        for event in events:
+            self.append(event)
+
     def events(
         self, session_id: str, *, types: Collection[str] | None = None, after_id: str | None = None
     ) -> Iterator[Event]:

@@ -375,6 +375,20 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 raise self._error(f"append event {event.id}", exc) from exc
 
+    def append_many(self, events: Sequence[Event]) -> None:
+        if not events:
+            return
+        if len(events) == 1:
+            self.append(events[0])
+            return
+        rows = [(event.id, event.session_id, event.type, event.model_dump_json()) for event in events]
+        # One transaction: one commit for the lot, which is most of what an append costs.
+        with self._transaction() as conn:
+            try:
+                conn.executemany("INSERT INTO events (id, session_id, type, body) VALUES (?, ?, ?, ?)", rows)
+            except sqlite3.Error as exc:
+                raise self._error(f"append events {events[0].id}..{events[-1].id}", exc) from exc
+
     def events(
         self, session_id: str, *, types: Collection[str] | None = None, after_id: str | None = None
     ) -> Iterator[Event]:

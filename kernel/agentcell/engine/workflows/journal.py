@@ -23,7 +23,7 @@ from ...events import Event
 from ...records.workflow_events import WorkflowRunStepCompleted
 from .validate import CheckedStep
 
-__all__ = ["JOURNAL_EVENT_TYPES", "Journal", "item_key"]
+__all__ = ["JOURNAL_EVENT_TYPES", "ItemKeys", "Journal", "item_key"]
 
 JOURNAL_EVENT_TYPES = ("workflow_run.step_completed",)
 KEY_VERSION = 1
@@ -31,26 +31,66 @@ KEY_VERSION = 1
 
 
 def item_key(step: CheckedStep, prompt: str, item: int | None, item_value: Any) -> str:
-    agent = step.agent
-    if step.inline:
-        who: dict[str, Any] = {
-            "inline": agent.model_dump(mode="json", include={"name", "model", "system", "description"})
-        }
-    else:
-        who = {"id": agent.id, "version": agent.version}
+    """The key of one item: the hash of the canonical JSON of what decides its output."""
     spec = step.spec
     material = {
         "v": KEY_VERSION,
         "step": spec.id,
-        "agent": who,
+        "agent": _who(step),
         "prompt": prompt,
         "item": [item, item_value] if item is not None else None,
         "output_schema": spec.output_schema,
         "max_turns": spec.max_turns,
-        "outcome": spec.outcome.model_dump(mode="json") if spec.outcome is not None else None,
+        "outcome": _outcome(step),
     }
-    canonical = json.dumps(material, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(canonical.encode("ascii")).hexdigest()[:32]
+    return hashlib.sha256(_canonical(material).encode("ascii")).hexdigest()[:32]
+
+
+def _who(step: CheckedStep) -> dict[str, Any]:
+    """The agent an item runs: a saved agent's id and version, or an inline agent's whole definition."""
+    agent = step.agent
+    if step.inline:
+        return {"inline": agent.model_dump(mode="json", include={"name", "model", "system", "description"})}
+    return {"id": agent.id, "version": agent.version}
+
+
+def _outcome(step: CheckedStep) -> dict[str, Any] | None:
+    outcome = step.spec.outcome
+    return outcome.model_dump(mode="json") if outcome is not None else None
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+class ItemKeys:
+    """Makes the keys of one run's items, the same as :func:`item_key`'s with less work per item: what a
+    step contributes beyond its prompt and item (its agent, options and outcome, dumped from pydantic
+    models) is serialized once per step; an item's material is that text with its ``item`` and ``prompt``
+    put in their sorted places, the bytes ``json.dumps(material, sort_keys=True)`` would give."""
+
+    def __init__(self) -> None:
+        self._static: dict[str, tuple[str, str, str]] = {}
+
+    def _of(self, step: CheckedStep) -> tuple[str, str, str]:
+        static = self._static.get(step.id)
+        if static is None:
+            spec = step.spec
+            # The material's keys in sorted order: agent, item, max_turns, outcome, output_schema, prompt,
+            # step, v.
+            static = self._static[step.id] = (
+                f'{{"agent":{_canonical(_who(step))},"item":',
+                f',"max_turns":{_canonical(spec.max_turns)},"outcome":{_canonical(_outcome(step))}'
+                f',"output_schema":{_canonical(spec.output_schema)},"prompt":',
+                f',"step":{_canonical(spec.id)},"v":{_canonical(KEY_VERSION)}}}',
+            )
+        return static
+
+    def key(self, step: CheckedStep, prompt: str, item: int | None, item_value: Any) -> str:
+        head, middle, tail = self._of(step)
+        canonical = head + _canonical([item, item_value] if item is not None else None) + middle
+        canonical += _canonical(prompt) + tail
+        return hashlib.sha256(canonical.encode("ascii")).hexdigest()[:32]
 
 
 class Journal:

@@ -160,6 +160,10 @@ def workflow_runs(events: Iterable[Event]) -> list[WorkflowRun]:
     """The runs the events hold, in the order they started."""
     runs: dict[str, WorkflowRun] = {}
     for event in events:
+        # A turn's events are mostly its threads': the type says cheaply which ones a run can own (reading a
+        # missing run_id from every other event costs pydantic's attribute fallback each time).
+        if not event.type.startswith("workflow_run."):
+            continue
         if isinstance(event, WorkflowRunStarted):
             runs[event.run_id] = WorkflowRun(
                 id=event.run_id,

@@ -37,7 +37,7 @@ from ...usage import Usage
 from ..ceiling import SPEND_CEILING, SpendCeiling
 from ..deps import TurnDeps
 from ..log import SessionLog
-from .journal import JOURNAL_EVENT_TYPES, Journal, item_key
+from .journal import JOURNAL_EVENT_TYPES, ItemKeys, Journal
 from .result import WorkflowRun, fold_run
 from .step import ItemResult, StepThread, task_text
 from .template import TemplateError, TemplateValues, render, resolve
@@ -99,6 +99,7 @@ class WorkflowRunner:
         self.run_id = new_id("wfrun")
         self._slots = asyncio.Semaphore(plan.max_concurrency)
         self._journal = Journal()
+        self._keys = ItemKeys()
         self._stop: _Stop | None = None
         self._tally = _Tally()
         self._events: list[Any] = []
@@ -139,6 +140,10 @@ class WorkflowRunner:
             self._journal = Journal(log.events(types=JOURNAL_EVENT_TYPES))
         done: dict[str, _StepDone] = {}
         running: dict[asyncio.Task[_StepDone], str] = {}
+        # Each task says when it is done, once: waiting on all running tasks at every completion would add and
+        # remove a callback on each of them each time (quadratic with many steps ready at once).
+        finished: asyncio.Queue[asyncio.Task[_StepDone]] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
         # Each step waits for a count of dependencies; a completed step counts down its dependents, so the
         # scheduler does work in proportion to the graph's edges, not to steps times completions.
         waiting_on = {step.id: len(set(step.spec.depends_on)) for step in plan.steps}
@@ -151,12 +156,16 @@ class WorkflowRunner:
             while True:
                 if self._stop is None:
                     for step in ready:
-                        running[asyncio.get_running_loop().create_task(self._step(step, done))] = step.id
+                        task = loop.create_task(self._step(step, done))
+                        task.add_done_callback(finished.put_nowait)
+                        running[task] = step.id
                     ready = []
                 if not running:
                     break
-                finished, _ = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
-                for task in finished:
+                ended = [await finished.get()]
+                while not finished.empty():
+                    ended.append(finished.get_nowait())
+                for task in ended:
                     step_id = running.pop(task)
                     done[step_id] = result = task.result()
                     if not result.ok:
@@ -200,7 +209,9 @@ class WorkflowRunner:
 
     async def _step(self, step: CheckedStep, done: Mapping[str, _StepDone]) -> _StepDone:
         spec = step.spec
-        outputs = {sid: d.output for sid, d in done.items() if sid in step.ancestors}
+        # Only what the step's templates name: every step they may name is an ancestor, so it is done.
+        refs = (*step.prompt_refs, step.items_ref) if step.items_ref is not None else step.prompt_refs
+        outputs = {ref.step: done[ref.step].output for ref in refs if ref.step is not None and ref.step in done}
         values = TemplateValues(inputs=self.plan.plan.inputs, outputs=outputs)
         may_reuse = all(done[dep].reused for dep in spec.depends_on)
         if spec.for_each is None:
@@ -244,7 +255,7 @@ class WorkflowRunner:
         except TemplateError as exc:
             return self._item_failed(item, where, f"its prompt: {exc}")
         task = task_text(step, prompt)
-        key = item_key(step, task, item.index, item.value)
+        key = self._keys.key(step, task, item.index, item.value)
         entry = self._journal.get(key) if may_reuse else None
         if entry is not None:
             self._tally.reused += 1
@@ -262,18 +273,30 @@ class WorkflowRunner:
             if self._stopping():  # it stopped while this item waited for a slot
                 return _ItemDone(False)
             thread_id = new_id("sthr")
-            self._emit(
-                log.make(WorkflowRunStepStarted, session_thread_id=thread_id, key=key, item_value=item.value, **where)
+            started = log.make(
+                WorkflowRunStepStarted, session_thread_id=thread_id, key=key, item_value=item.value, **where
             )
+            ended: list[_ItemDone] = []
             thread = StepThread(log, self.deps, step, thread_id, parent_id=self.parent_id, tool_use_id=self.tool_use_id)
-            result = await thread.run(task)
+            # The item's start and end are stored with the thread's opening and closing events (one
+            # transaction each), not one commit apiece.
+            await thread.run(
+                task,
+                before=lambda: self._emit(started),
+                after=lambda result: ended.append(self._item_ended(item, where, thread_id, key, result)),
+            )
+        return ended[0]
+
+    def _item_ended(
+        self, item: _Item, where: dict[str, Any], thread_id: str, key: str, result: ItemResult
+    ) -> _ItemDone:
         self._tally.ran += 1
         self._tally.usage = self._tally.usage + result.usage
         if not result.ok:
             return self._item_failed(
                 item, where, result.error or "the step failed", thread_id=thread_id, key=key, result=result
             )
-        completed = log.make(
+        completed = self.log.make(
             WorkflowRunStepCompleted,
             session_thread_id=thread_id,
             key=key,

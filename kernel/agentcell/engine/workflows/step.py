@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,7 +102,28 @@ class StepThread:
         self._read: tuple[str, Usage] | None = None
         """The last message and usage as ``_output`` read them, while nothing was emitted since."""
 
-    async def run(self, task: str) -> ItemResult:
+    async def run(
+        self,
+        task: str,
+        *,
+        before: Callable[[], None] | None = None,
+        after: Callable[[ItemResult], None] | None = None,
+    ) -> ItemResult:
+        """Run the item to its end. The thread's opening events (with what ``before`` emits, first) are stored
+        in one transaction, and so are its closing ones (with what ``after`` emits for the result, last):
+        nothing is awaited inside either."""
+        with self.log.batched():
+            if before is not None:
+                before()
+            self._open(task)
+        stop, output, problem = await self._work_to_end()
+        with self.log.batched():
+            result = self._close(stop, output, problem)
+            if after is not None:
+                after(result)
+        return result
+
+    def _open(self, task: str) -> None:
         log, step, thread_id = self.log, self.step, self.thread_id
         agent = step.agent
         created = log.make(
@@ -141,6 +163,10 @@ class StepThread:
                 )
             )
         log.emit(log.make(SessionThreadStatusRunning, thread_id=thread_id))
+
+    async def _work_to_end(self) -> tuple[StopReason, Any, str | None]:
+        """The work, with the repairs an output schema may need: how it stopped, the output, what is wrong."""
+        log, step, thread_id = self.log, self.step, self.thread_id
         stop: StopReason = EndTurn()
         output: Any = None
         problem: str | None = None
@@ -165,6 +191,10 @@ class StepThread:
                 log.make(SessionError, thread_id=thread_id, error=ErrorInfo(type="unknown_error", message=message))
             )
             stop = ErrorStop(message=message)
+        return stop, output, problem
+
+    def _close(self, stop: StopReason, output: Any, problem: str | None) -> ItemResult:
+        log, step, thread_id = self.log, self.step, self.thread_id
         final, usage = self._final_and_usage() if self._read is None else self._read
         log.emit(log.make(SessionThreadStatusIdle, thread_id=thread_id, stop_reason=stop, usage=usage))
         if final:
