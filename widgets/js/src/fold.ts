@@ -17,7 +17,7 @@ import {
 } from "./state";
 import { RUNNING, threadStatus } from "./status";
 import { type ContextItem, type Item, type UsageJson, contentBlocks, num, str, textOf, toolDisplays } from "./types";
-import { WORKFLOW_HANDLERS, addUsage } from "./workflow";
+import { WORKFLOW_HANDLERS, addUsage, isWorkflowThread } from "./workflow";
 
 export function fold(items: Iterable<Item>): TurnState {
   const state = emptyState();
@@ -274,7 +274,11 @@ const HANDLERS: Record<string, Handler> = {
   "session.thread_status_idle": (state, item) => {
     if (item.thread_id) thread(state, item.thread_id).status = threadStatus(item.stop_reason);
   },
-  "agent.thread_message_sent": (state, item) => threadNote(state, item, "→", item.to_thread_id),
+  "agent.thread_message_sent": (state, item) => {
+    // A workflow run handing a step item its prompt: the item's thread shows it received it, in its row.
+    if (!item.thread_id && isWorkflowThread(state, item.to_thread_id)) return;
+    threadNote(state, item, "→", item.to_thread_id);
+  },
   "agent.thread_message_received": (state, item) => threadNote(state, item, "←", item.from_thread_id),
   // A workflow run's own events: its steps' items run as the threads above.
   ...WORKFLOW_HANDLERS,

@@ -116,6 +116,15 @@ export const WORKFLOW_HANDLERS: Record<string, Handler> = {
   "workflow_run.failed": (state, item) => endRun(state, item, runStatus(item.status)),
 };
 
+/** Whether a thread runs an item of one of the turn's workflow runs. */
+export function isWorkflowThread(state: TurnState, threadId: unknown): boolean {
+  if (typeof threadId !== "string") return false;
+  for (const run of state.workflows.values()) {
+    for (const step of run.steps) if (step.items.some((i) => i.threadId === threadId)) return true;
+  }
+  return false;
+}
+
 function runStatus(value: unknown): RunStatus {
   return value === "interrupted" || value === "budget_reached" ? value : "failed";
 }

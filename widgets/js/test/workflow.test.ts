@@ -139,6 +139,9 @@ describe("workflow runs from recorded logs", () => {
     expect(paragraphs?.querySelectorAll(".ac-thread").length).toBe(3);
     expect(root.querySelectorAll(".ac-workflow .ac-thread").length).toBe(6);
     expect(root.querySelectorAll(".ac-threads > .ac-thread").length).toBe(0);
+    // The run handing each item its prompt is no note of the turn: the item's thread shows what it received.
+    expect(root.querySelector(".ac-body")?.textContent).toBe("");
+    expect(paragraphs?.querySelector(".ac-thread .ac-note")?.textContent).toMatch(/^writer ← .*: Write about the moon/);
     // A row opens to its threads: closed until the user opens it.
     const step = paragraphs as HTMLDetailsElement;
     expect(step.open).toBe(false);
