@@ -124,8 +124,7 @@ describe("workflow runs from recorded logs", () => {
     const checks = review.querySelector('[data-step="checks"]');
     expect(checks?.querySelector(".ac-wf-status")?.textContent).toBe("⚠completed, 1 failed");
     const lines = [...(checks?.querySelectorAll(".ac-wf-item-line") ?? [])].map((l) => l.firstChild?.textContent);
-    expect(lines[0]).toMatch(/^item 1: style — completed — in \d+ · out \d+ · \$/);
-    expect(lines[1]).toMatch(/^item 2: facts — failed, the run went on — in \d+ · out \d+ · \$/);
+    expect(lines).toEqual(["item 1: style — completed", "item 2: facts — failed, the run went on"]);
     expect(checks?.querySelector(".ac-wf-item-error")?.textContent).toMatch(/schema|JSON/i);
     const broken = paint(REVIEW.turns[1] ?? []);
     expect(broken.querySelector(".ac-workflow-status")?.textContent).toBe("failed");

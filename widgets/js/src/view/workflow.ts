@@ -198,7 +198,7 @@ class ItemView {
 
   update(item: WorkflowItem): void {
     this.threadId = item.threadId;
-    const signature = JSON.stringify([item.status, item.reused, item.continued, item.error, item.endedAt, item.value]);
+    const signature = JSON.stringify([item.status, item.reused, item.continued, item.error, item.endedAt, item.value, item.threadId]);
     if (signature === this.signature) return;
     this.signature = signature;
     this.el.dataset.status = item.status;
@@ -210,7 +210,8 @@ class ItemView {
     const said: string[] = [];
     said.push(`item ${(item.index ?? 0) + 1}${item.value !== null ? `: ${shortValue(item.value)}` : ""}`);
     said.push(item.reused ? "reused from an earlier run" : item.status === "failed" && item.continued ? "failed, the run went on" : item.status);
-    if (item.usage && !item.reused) said.push(`${tokens(item.usage)} · ${formatUsd(item.usage.cost)}`);
+    // An item's thread heads with its usage; one that ran in none (failed before it started) says its own.
+    if (item.usage && !item.reused && !item.threadId) said.push(`${tokens(item.usage)} · ${formatUsd(item.usage.cost)}`);
     replaceChildren(
       this.line,
       said.join(" — "),
