@@ -25,7 +25,7 @@ from .markdown import (  # the Markdown fallback's clipping and wording
     thread_state,
     verdict_line,
 )
-from .workflow_rows import item_label, item_values, row_cells, run_summary, totals_text
+from .workflow_rows import item_threads, row_cells, run_summary, totals_text
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
@@ -118,14 +118,8 @@ def _workflow_html(view: TurnFold, run: WorkflowRun) -> str:
             tds = "".join(f"<td>{shown[c]}</td>" for c in _WORKFLOW_COLUMNS)
             rows.append(f'<tr data-step="{escape(row.step.id)}"><td>{row.step.info.depth}</td>{tds}</tr>')
     parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
-    values = item_values(view)
-    for step in run.steps:
-        for item in step.items:
-            if item.thread_id is not None and item.thread_id in view.threads:
-                label = item_label(step, item, values.get((run.id, step.id, item.index)))
-                parts.append(_thread_html(view, item.thread_id, label))
-        if step.error:
-            parts.append(f"<p>⚠️ {escape(f'{step.id}: {step.error}')}</p>")
+    for thread, said in item_threads(view, run):
+        parts.append(_thread_html(view, thread, said) if thread else f"<p>⚠️ {escape(said)}</p>")
     return '<section class="agentcell-fallback-workflow">' + "".join(parts) + "</section>"
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from .._format import format_cache_saving, format_cost, format_usd
 from ..events import ImageBlock, TextBlock
 from .statuses import RUNNING
-from .workflow_rows import item_label, item_values, row_cells, run_summary, totals_text
+from .workflow_rows import item_threads, row_cells, run_summary, totals_text
 
 if TYPE_CHECKING:
     from ..engine.workflows import WorkflowRun
@@ -216,14 +216,8 @@ def _workflow_markdown(fold: TurnFold, run: WorkflowRun) -> str:
             shown[1] = f"**{shown[1]}**"
             table.append(f"| {row.step.info.depth} | " + " | ".join(shown) + " |")
     lines.append("\n".join(table))
-    values = item_values(fold)
-    for step in run.steps:
-        for item in step.items:
-            if item.thread_id is not None and item.thread_id in fold.threads:
-                label = item_label(step, item, values.get((run.id, step.id, item.index)))
-                lines.append(_thread_markdown(fold, item.thread_id, label))
-        if step.error:
-            lines.append(f"> ⚠️ {escape_prose(f'{step.id}: {step.error}')}")
+    for thread, said in item_threads(fold, run):
+        lines.append(_thread_markdown(fold, thread, said) if thread else f"> ⚠️ {escape_prose(said)}")
     return "\n\n".join(lines)
 
 

@@ -10,6 +10,7 @@ fallbacks (:mod:`.markdown`, :mod:`.fallback_html`) print these rows.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ __all__ = [
     "StepRow",
     "format_seconds",
     "item_label",
-    "item_values",
+    "item_threads",
     "row_cells",
     "run_label",
     "run_summary",
@@ -37,24 +38,22 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class StepRow:
-    step: WorkflowStepResult
+class _Progress:
+    """How far a step, or a whole run, has got: what its row (or the run's head line) says."""
+
     label: str
     """waiting, running, completed, completed with N failed, reused, failed, stopped, not run."""
     done: int
     """Items that ended (completed or failed)."""
     total: int | None
-    """How many items the step has; None while a ``for_each``'s items are not known."""
+    """How many items there are; None while a ``for_each``'s items are not known."""
     running: int
     seconds: float | None
     """From the first item's start to the last one's end; None when no item ran (all reused, or none yet)."""
     usage: Usage
 
-    def record(self) -> dict[str, Any]:
-        """The row as the event-log fixtures record it (the widget's ``rowRecord``)."""
+    def _figures(self) -> dict[str, Any]:
         return {
-            "step": self.step.id,
-            "depth": self.step.info.depth,
             "label": self.label,
             "done": self.done,
             "total": self.total,
@@ -66,29 +65,22 @@ class StepRow:
 
 
 @dataclass(frozen=True)
-class RunSummary:
+class StepRow(_Progress):
+    step: WorkflowStepResult
+
+    def record(self) -> dict[str, Any]:
+        """The row as the event-log fixtures record it (the widget's ``rowRecord``)."""
+        return {"step": self.step.id, "depth": self.step.info.depth, **self._figures()}
+
+
+@dataclass(frozen=True)
+class RunSummary(_Progress):
     run: WorkflowRun
     levels: list[list[StepRow]]
     """Rows by dependency depth, each level in the plan's order."""
-    label: str
-    done: int
-    total: int | None
-    running: int
-    seconds: float | None
-    usage: Usage
 
     def record(self) -> dict[str, Any]:
-        return {
-            "run": self.run.id,
-            "label": self.label,
-            "done": self.done,
-            "total": self.total,
-            "seconds": self.seconds,
-            "input": self.usage.input_tokens,
-            "output": self.usage.output_tokens,
-            "cost": format_usd(self.usage.spent),
-            "levels": [[row.record() for row in level] for level in self.levels],
-        }
+        return {"run": self.run.id, **self._figures(), "levels": [[r.record() for r in level] for level in self.levels]}
 
 
 def step_label(run: WorkflowRun, step: WorkflowStepResult, *, turn_over: bool) -> str:
@@ -219,13 +211,20 @@ def row_cells(row: StepRow) -> dict[str, str]:
     }
 
 
-def item_values(fold: TurnFold) -> dict[tuple[str, str, int | None], Any]:
-    """(run, step, item index) -> the ``for_each`` value the item ran on (the engine's fold keeps none)."""
-    return {
+def item_threads(fold: TurnFold, run: WorkflowRun) -> Iterator[tuple[str | None, str]]:
+    """In the plan's order, each step's item threads as ``(thread id, heading)`` then, for a step that
+    failed before any item ran, ``(None, its error)``: what a fallback shows under the table."""
+    values: dict[tuple[str, str, int | None], Any] = {
         (e.run_id, e.step_id, e.item): e.item_value
         for e in fold.workflow_events
         if isinstance(e, WorkflowRunStepStarted) and e.item is not None
     }
+    for step in run.steps:
+        for item in step.items:
+            if item.thread_id is not None and item.thread_id in fold.threads:
+                yield item.thread_id, item_label(step, item, values.get((run.id, step.id, item.index)))
+        if step.error:
+            yield None, f"{step.id}: {step.error}"
 
 
 def item_label(step: WorkflowStepResult, item: WorkflowItem, value: Any = None) -> str:

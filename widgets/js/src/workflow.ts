@@ -207,10 +207,9 @@ function plus(a: UsageSums, b: UsageSums): UsageSums {
 
 // ------------------------------------------------------------------------------------------------- rows
 
-/** One step as the progress view lists it. */
-export interface StepRow {
-  step: WorkflowStep;
-  /** What the row says: waiting, running, completed, completed with N failed, reused, failed, not run. */
+/** How far a step, or a whole run, has got: what its row (or the run's head line) says. */
+export interface Progress {
+  /** waiting, running, completed, completed with N failed, reused, failed, stopped, not run. */
   label: string;
   /** Items that ended (completed or failed) and how many there are (null: not known yet). */
   done: number;
@@ -221,16 +220,15 @@ export interface StepRow {
   usage: UsageSums;
 }
 
-export interface RunSummary {
+/** One step as the progress view lists it. */
+export interface StepRow extends Progress {
+  step: WorkflowStep;
+}
+
+export interface RunSummary extends Progress {
   run: WorkflowRun;
   /** Rows by dependency depth: `levels[d]` holds the steps of depth d, in the plan's order. */
   levels: StepRow[][];
-  label: string;
-  done: number;
-  total: number | null;
-  running: number;
-  seconds: number | null;
-  usage: UsageSums;
 }
 
 /** The usage an item has so far: its own once it ended, else what its thread's requests spent. */
