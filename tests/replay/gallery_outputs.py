@@ -9,7 +9,7 @@ It replays copies of the notebooks in a scratch folder (tools write there, not i
 key in the environment, and writes each executed notebook back over the original. Cell timing metadata is
 dropped: it changes on every run and is no output. :func:`normalized` is what the test compares: a run's
 outputs without what every run mints anew (event and session ids, timestamps, the scratch folder's path,
-``%usage``'s clock times).
+``%usage``'s clock times, a workflow run's durations).
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ TURN_MIMETYPE = "application/vnd.agentcell.turn+json"
 # Not \b at the start: an id can follow an underscore (a skill's "user_activation_<event id>" call id).
 _ID = re.compile(r"(?<![a-z0-9])[a-z]{4,5}_[0-9A-HJKMNP-TV-Z]{26}\b")
 _CLOCK = re.compile(r"(active time|session age)(\W+)\d+(\.\d+)? s")
+# A workflow run's durations (its head line and each step's row): wall-clock time of this replay.
+_DURATION = re.compile(r"(?<![\w.])(\d+ ms|\d+\.\d s|\d+ min \d+ s)(?= ·| \||</td>|  |$)", re.MULTILINE)
 _VOLATILE = ("id", "created_at", "session_id", "processed_at", "completed_at", "updated_at")
 
 
@@ -62,7 +64,7 @@ def _blind(value: Any) -> Any:
     if isinstance(value, list):
         return [_blind(v) for v in value]
     if isinstance(value, str):
-        text = _CLOCK.sub(r"\1\2<clock> s", _ID.sub("<id>", value))
+        text = _DURATION.sub("<duration>", _CLOCK.sub(r"\1\2<clock> s", _ID.sub("<id>", value)))
         return re.sub(r"(/[^\s\"'<>]*)?/notebooks/", "<notebooks>/", text)
     return value
 

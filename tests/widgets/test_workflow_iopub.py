@@ -47,3 +47,7 @@ def test_twenty_steps_streaming_at_once_stay_within_the_iopub_budget(
     assert answers == sorted(texts)
     started = [i for i in final if i["type"] == "workflow_run.step_started"]
     assert len(started) == ITEMS  # the run's own events are in the widget's saved state too
+    # ...and the saved turn's fallbacks show the run's one step with all its items done.
+    markdown = d.final_bundle["text/markdown"]
+    assert f"| 0 | completed | **each** | w | {ITEMS}/{ITEMS} items |" in markdown, markdown[:600]
+    assert markdown.count("<summary>🧵 each · item ") == ITEMS

@@ -25,12 +25,14 @@ from .markdown import (  # the Markdown fallback's clipping and wording
     thread_state,
     verdict_line,
 )
+from .workflow_rows import item_threads, row_cells, run_summary, totals_text
 
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
     from markdown_it.utils import EnvType, OptionsDict
 
+    from ..engine.workflows import WorkflowRun
     from ..events import SessionSkillActivated
     from .fold import OutcomeState, ToolState, TurnFold
 
@@ -80,6 +82,7 @@ def fallback_html(view: TurnFold, *, footer: str) -> str:
     """The turn as one ``<div class="agentcell-fallback">``: messages, thinking, tool cards (with the
     sub-agent threads they spawned, collapsible), outcomes, errors, cost."""
     out = [f'<div class="{FALLBACK_CLASS} {NO_MATH}">', *_blocks_html(view)]
+    out.extend(_workflow_html(view, run) for run in view.workflow_runs)
     out.extend(_outcome_html(outcome) for outcome in view.outcomes.values())
     out.extend(f"<p>⚠️ {escape(error)}</p>" for error in view.errors)
     out.append(f"<p><small>{escape(footer)}</small></p>")
@@ -87,12 +90,37 @@ def fallback_html(view: TurnFold, *, footer: str) -> str:
     return "\n".join(out)
 
 
-def _thread_html(view: TurnFold, thread: str) -> str:
+def _thread_html(view: TurnFold, thread: str, step: str = "") -> str:
     title = escape(view.thread_titles.get(thread, thread))
     inner = view.threads[thread]
-    status = escape(thread_state(inner.status))
+    head = f"{escape(step)} · thread {title}" if step else f"thread {title} — {escape(thread_state(inner.status))}"
     body = "\n".join([*_blocks_html(inner), *(f"<p>⚠️ {escape(error)}</p>" for error in inner.errors)])
-    return f"<details><summary>🧵 thread {title} — {status}</summary>{body}</details>"
+    return f"<details><summary>🧵 {head}</summary>{body}</details>"
+
+
+_WORKFLOW_COLUMNS = ("status", "step", "agent", "items", "time", "tokens", "cost")
+
+
+def _workflow_html(view: TurnFold, run: WorkflowRun) -> str:
+    """The progress view as a table of the steps by depth; each step opens to its items' threads."""
+    summary = run_summary(view, run)
+    title = f"Workflow {escape(run.name)} — {escape(summary.label)}"
+    parts = [f"<p>⚙️ <strong>{title}</strong> · {escape(totals_text(summary))}</p>"]
+    if run.error:
+        parts.append(f"<p>⚠️ {escape((f'{run.failed_step}: ' if run.failed_step else '') + run.error)}</p>")
+    head = "".join(f"<th>{c}</th>" for c in ("depth", *_WORKFLOW_COLUMNS))
+    rows = []
+    for level in summary.levels:
+        for row in level:
+            cells = row_cells(row)
+            shown = {c: escape(cells[c]) for c in _WORKFLOW_COLUMNS}
+            shown["step"] = f"<strong>{shown['step']}</strong>"
+            tds = "".join(f"<td>{shown[c]}</td>" for c in _WORKFLOW_COLUMNS)
+            rows.append(f'<tr data-step="{escape(row.step.id)}"><td>{row.step.info.depth}</td>{tds}</tr>')
+    parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>")
+    for thread, said in item_threads(view, run):
+        parts.append(_thread_html(view, thread, said) if thread else f"<p>⚠️ {escape(said)}</p>")
+    return '<section class="agentcell-fallback-workflow">' + "".join(parts) + "</section>"
 
 
 def _blocks_html(view: TurnFold) -> list[str]:
@@ -114,7 +142,8 @@ def _blocks_html(view: TurnFold) -> list[str]:
             out.append(_tool_html(view.tools[key]))
             if (thread := view.thread_of_tool.get(key)) is not None:
                 out.append(_thread_html(view, thread))
-    out.extend(_thread_html(view, t) for t in view.threads if t not in view.thread_of_tool.values())
+    shown_elsewhere = {*view.thread_of_tool.values(), *view.workflow_threads}
+    out.extend(_thread_html(view, t) for t in view.threads if t not in shown_elsewhere)
     return out
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+from ..engine.workflows import WorkflowRun, workflow_runs
 from ..events import (
     AgentCustomToolUse,
     AgentMessage,
@@ -43,11 +45,28 @@ from ..events import (
     UserToolConfirmation,
     is_preview,
 )
+from ..records.workflow_events import (
+    WorkflowRunCompleted,
+    WorkflowRunFailed,
+    WorkflowRunStarted,
+    WorkflowRunStepCompleted,
+    WorkflowRunStepFailed,
+    WorkflowRunStepStarted,
+)
 from ..usage import Budget, Usage
 from .statuses import ToolState, thread_status, tool_status, turn_status
 
 __all__ = ["OutcomeState", "ToolState", "TurnFold", "Verdict"]
 
+
+_RunEvent = (
+    WorkflowRunStarted
+    | WorkflowRunStepStarted
+    | WorkflowRunStepCompleted
+    | WorkflowRunStepFailed
+    | WorkflowRunCompleted
+    | WorkflowRunFailed
+)
 
 _ToolEvent = (
     AgentToolUse
@@ -124,12 +143,32 @@ class TurnFold:
     """How many turns of the active path the turn's requests carried before its own."""
     context_tokens: int | None = None
     """The input tokens of the turn's first answered request: the context it started from."""
+    ended_at: datetime | None = None
+    """When the turn's ``session.status_idle`` arrived."""
+    workflow_events: list[_RunEvent] = field(default_factory=list)
+    """The ``workflow_run.*`` events of the turn, whichever thread started the run (see :attr:`workflow_runs`)."""
+    _runs: tuple[int, list[WorkflowRun]] = field(default=(0, []), init=False, repr=False, compare=False)
 
     def apply(self, item: StreamItem) -> None:
+        if isinstance(item, _RunEvent):  # a run started by a thread's tool is still the turn's run
+            self.workflow_events.append(item)
+            return
         if not self._apply_thread(item):
             self._apply_own(item)
         if not is_preview(item):
             self._restatus()
+
+    @property
+    def workflow_runs(self) -> list[WorkflowRun]:
+        """The turn's workflow runs, folded by the engine's own rules (refolded when an event arrived)."""
+        if self._runs[0] != len(self.workflow_events):
+            self._runs = (len(self.workflow_events), workflow_runs(self.workflow_events))
+        return self._runs[1]
+
+    @property
+    def workflow_threads(self) -> set[str]:
+        """The threads that ran workflow step items: the progress view shows them under their steps."""
+        return {item.thread_id for run in self.workflow_runs for s in run.steps for item in s.items if item.thread_id}
 
     @property
     def status(self) -> str:
@@ -202,6 +241,7 @@ class TurnFold:
                 self.errors.append(f"{item.error.type}: {item.error.message}")
             case SessionStatusIdle():
                 self.stop_reason = item.stop_reason.type
+                self.ended_at = item.created_at
                 self._end_turn()
             case SessionThreadStatusIdle():
                 self.stop_reason = item.stop_reason.type
@@ -311,7 +351,16 @@ class TurnFold:
             key: {"status": o.status, "verdicts": [v.result for v in sorted(o.verdicts, key=lambda v: v.iteration)]}
             for key, o in self.outcomes.items()
         }
-        return {"turn": self.status, "tools": tools, "threads": threads, "outcomes": outcomes}
+        statuses: dict[str, Any] = {"turn": self.status, "tools": tools, "threads": threads, "outcomes": outcomes}
+        if self.workflow_runs:  # only then, so logs without a run keep their shape
+            statuses["workflows"] = {
+                run.id: {
+                    "status": run.status,
+                    "steps": {s.id: {"status": s.status, "items": [i.status for i in s.items]} for s in run.steps},
+                }
+                for run in self.workflow_runs
+            }
+        return statuses
 
     # ------------------------------------------------------------------------------------------ rendering
 

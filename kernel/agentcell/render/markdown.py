@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING
 from .._format import format_cache_saving, format_cost, format_usd
 from ..events import ImageBlock, TextBlock
 from .statuses import RUNNING
+from .workflow_rows import item_threads, row_cells, run_summary, totals_text
 
 if TYPE_CHECKING:
+    from ..engine.workflows import WorkflowRun
     from ..events import SessionSkillActivated
     from ..usage import Usage
     from .fold import OutcomeState, ToolState, TurnFold, Verdict
@@ -158,6 +160,7 @@ def outcome_heading(outcome: OutcomeState) -> str:
 
 def turn_markdown(fold: TurnFold, *, final: bool = False) -> str:
     out = _blocks_markdown(fold)
+    out.extend(_workflow_markdown(fold, run) for run in fold.workflow_runs)
     out.extend(_outcome_markdown(outcome) for outcome in fold.outcomes.values())
     out.extend(f"> ⚠️ {escape_prose(error)}" for error in fold.errors)
     if final:
@@ -182,16 +185,40 @@ def _blocks_markdown(fold: TurnFold) -> list[str]:
             thread = fold.thread_of_tool.get(key)
             if thread is not None:
                 out.append(_thread_markdown(fold, thread))
-    out.extend(_thread_markdown(fold, t) for t in fold.threads if t not in fold.thread_of_tool.values())
+    shown_elsewhere = {*fold.thread_of_tool.values(), *fold.workflow_threads}
+    out.extend(_thread_markdown(fold, t) for t in fold.threads if t not in shown_elsewhere)
     return out
 
 
-def _thread_markdown(fold: TurnFold, thread: str) -> str:
+def _thread_markdown(fold: TurnFold, thread: str, step: str = "") -> str:
     """A collapsible section: GitHub, nbviewer and JupyterLab render <details> in Markdown."""
     title = escape_prose(fold.thread_titles.get(thread, thread))
     inner = fold.threads[thread]
     body = "\n\n".join(_blocks_markdown(inner) + [f"> ⚠️ {escape_prose(e)}" for e in inner.errors]) or "_…_"
-    return f"<details><summary>🧵 thread {title} — {thread_state(inner.status)}</summary>\n\n{body}\n\n</details>"
+    head = f"{escape_prose(step)} · thread {title}" if step else f"thread {title} — {thread_state(inner.status)}"
+    return f"<details><summary>🧵 {head}</summary>\n\n{body}\n\n</details>"
+
+
+_WORKFLOW_COLUMNS = ("status", "step", "agent", "items", "time", "tokens", "cost")
+
+
+def _workflow_markdown(fold: TurnFold, run: WorkflowRun) -> str:
+    """The progress view: a head line, a table of the steps by depth, then each step item's thread."""
+    summary = run_summary(fold, run)
+    lines = [f"⚙️ **Workflow {escape_prose(run.name)} — {summary.label}** · {escape_prose(totals_text(summary))}"]
+    if run.error:
+        lines.append(f"> ⚠️ {escape_prose((f'{run.failed_step}: ' if run.failed_step else '') + run.error)}")
+    table = ["| depth | " + " | ".join(_WORKFLOW_COLUMNS) + " |", "|---" * (len(_WORKFLOW_COLUMNS) + 1) + "|"]
+    for level in summary.levels:
+        for row in level:
+            cells = row_cells(row)
+            shown = [escape_prose(cells[c]).replace("|", "\\|") for c in _WORKFLOW_COLUMNS]
+            shown[1] = f"**{shown[1]}**"
+            table.append(f"| {row.step.info.depth} | " + " | ".join(shown) + " |")
+    lines.append("\n".join(table))
+    for thread, said in item_threads(fold, run):
+        lines.append(_thread_markdown(fold, thread, said) if thread else f"> ⚠️ {escape_prose(said)}")
+    return "\n\n".join(lines)
 
 
 def skill_line(skill: SessionSkillActivated) -> str:
@@ -251,6 +278,14 @@ def turn_text(fold: TurnFold) -> str:
         note = approval_note(tool)
         out.append(f"[{tool.name}: {tool.status}{f' · {note}' if note else ''}]")
     out += [f"[outcome: {outcome.status}]" for outcome in fold.outcomes.values()]
+    for run in fold.workflow_runs:
+        summary = run_summary(fold, run)
+        out.append(f"workflow {run.name}: {summary.label} · {totals_text(summary)}")
+        for level in summary.levels:
+            for row in level:
+                cells = row_cells(row)
+                shown = "  ".join(cells[c] for c in _WORKFLOW_COLUMNS if cells[c])
+                out.append(f"  depth {row.step.info.depth}  {shown}")
     out += [f"error: {error}" for error in fold.errors]
     out.append(usage_line(fold))
     return "\n".join(out)

@@ -17,6 +17,7 @@ import {
 } from "./state";
 import { RUNNING, threadStatus } from "./status";
 import { type ContextItem, type Item, type UsageJson, contentBlocks, num, str, textOf, toolDisplays } from "./types";
+import { WORKFLOW_HANDLERS, addUsage, isWorkflowThread } from "./workflow";
 
 export function fold(items: Iterable<Item>): TurnState {
   const state = emptyState();
@@ -273,8 +274,14 @@ const HANDLERS: Record<string, Handler> = {
   "session.thread_status_idle": (state, item) => {
     if (item.thread_id) thread(state, item.thread_id).status = threadStatus(item.stop_reason);
   },
-  "agent.thread_message_sent": (state, item) => threadNote(state, item, "→", item.to_thread_id),
+  "agent.thread_message_sent": (state, item) => {
+    // A workflow run handing a step item its prompt: the item's thread shows it received it, in its row.
+    if (!item.thread_id && isWorkflowThread(state, item.to_thread_id)) return;
+    threadNote(state, item, "→", item.to_thread_id);
+  },
   "agent.thread_message_received": (state, item) => threadNote(state, item, "←", item.from_thread_id),
+  // A workflow run's own events: its steps' items run as the threads above.
+  ...WORKFLOW_HANDLERS,
 };
 
 /** A turn that resumes an outcome defined in an earlier turn knows it from its updates only. */
@@ -394,18 +401,6 @@ function toolBlock(state: TurnState, id: string): ToolBlock | null {
 
 function cacheWrites(usage: UsageJson): number {
   return num(usage.cache_creation?.ephemeral_5m_input_tokens) + num(usage.cache_creation?.ephemeral_1h_input_tokens);
-}
-
-function addUsage(sums: UsageSums, usage: UsageJson): void {
-  sums.input += num(usage.input_tokens);
-  sums.output += num(usage.output_tokens);
-  sums.cacheRead += num(usage.cache_read_input_tokens);
-  sums.cacheWrite += cacheWrites(usage);
-  sums.cost += parseMoney(usage.list_cost);
-  // Usage logged before uncached_cost existed had no discount to report: uncached, it cost its list cost.
-  sums.uncached += parseMoney(usage.uncached_cost ?? usage.list_cost);
-  // A request of a model without a list price has no cost (not a cost of $0): the engine counts them.
-  sums.unpriced += num(usage.unpriced_requests);
 }
 
 function latestRevision(state: TurnState): string {

@@ -1,6 +1,7 @@
 /** The folded state of one turn. Only `fold.ts` writes it; the views read it. */
 
 import type { BudgetJson, ContentBlock, ContextItem, ToolDisplay, UsageJson } from "./types";
+import type { WorkflowRun } from "./workflow";
 
 export interface MessageBlock {
   kind: "message";
@@ -157,6 +158,8 @@ export interface TurnState {
   order: string[];
   threads: Map<string, Thread>;
   outcomes: Map<string, Outcome>;
+  /** Workflow runs of the turn by run id, in the order they started (their steps run as threads). */
+  workflows: Map<string, WorkflowRun>;
   turnUsage: UsageSums;
   /** The primary thread's request in flight (null between requests). */
   request: PendingRequest | null;
@@ -192,6 +195,7 @@ export function emptyState(): TurnState {
     order: [],
     threads: new Map(),
     outcomes: new Map(),
+    workflows: new Map(),
     turnUsage: emptyUsage(),
     request: null,
     startedAt: null,

@@ -6,6 +6,7 @@
  */
 
 import type { ToolBlock, TurnState } from "./state";
+import { type RunStatuses, runStatuses } from "./workflow";
 
 export type ToolStatus =
   | "pending"
@@ -72,6 +73,8 @@ export interface Statuses {
   tools: Record<string, ToolStatus>;
   threads: Record<string, string>;
   outcomes: Record<string, { status: string; verdicts: (string | null)[] }>;
+  /** Only in a turn with workflow runs (so logs without one keep their shape). */
+  workflows?: Record<string, RunStatuses>;
 }
 
 /** Every status the view shows, in the shape of `TurnFold.statuses()` on the Python side (for the parity test). */
@@ -86,5 +89,8 @@ export function statusesOf(state: TurnState): Statuses {
     outcomes[o.id] = { status: o.status, verdicts };
   }
   const turn = state.status === "running" ? RUNNING : (state.stopReason ?? RUNNING);
-  return { turn, tools, threads, outcomes };
+  if (!state.workflows.size) return { turn, tools, threads, outcomes };
+  const workflows: Record<string, RunStatuses> = {};
+  for (const run of state.workflows.values()) workflows[run.id] = runStatuses(run);
+  return { turn, tools, threads, outcomes, workflows };
 }

@@ -34,14 +34,7 @@ const NOT_SHOWN: Record<string, string> = {
   "system.message": "the grader's feedback to the agent; the outcome panel shows the verdict it carries",
   "session.status_terminated": "comes after the last turn, never inside one",
   "session.turns_superseded": "earlier turns leaving the conversation's active path, not the turn shown",
-  // A workflow run's steps show as the turn's threads; the run's own progress view is not built yet (issue 20).
-  "user.start_workflow_run": "opens a workflow run's turn; its step threads show the work",
-  "workflow_run.started": "a workflow run's plan; its step threads show the work",
-  "workflow_run.step_started": "a step item starting; its thread shows it",
-  "workflow_run.step_completed": "a step item's output; its thread shows it",
-  "workflow_run.step_failed": "a step item's failure; its thread shows it",
-  "workflow_run.completed": "a workflow run's end; the turn's status shows it",
-  "workflow_run.failed": "a workflow run's end; the turn's status shows it",
+  "user.start_workflow_run": "opens a workflow run's turn; the run's progress view shows what it started",
   "user.permission_revoked": "comes between turns (%permissions revoke); %permissions lists the rules in force",
 };
 

@@ -12,6 +12,7 @@ import { formatCount, h, replaceChildren } from "./dom";
 import { Header } from "./header";
 import { MarkdownStream } from "./markdown_stream";
 import { type Send, ToolCard } from "./tool";
+import { WorkflowView } from "./workflow";
 
 interface BlockView {
   el: HTMLElement;
@@ -23,10 +24,12 @@ export class TurnView {
   private readonly header: Header;
   private readonly body: HTMLElement;
   private readonly threadsEl: HTMLElement;
+  private readonly workflowsEl: HTMLElement;
   private readonly outcomesEl: HTMLElement;
   private readonly cost: CostMeter;
   private readonly views = new Map<string, BlockView>();
   private readonly threadViews = new Map<string, ThreadView>();
+  private readonly workflowViews = new Map<string, WorkflowView>();
   private outcomesSignature = "";
   /** Repaints the meter's elapsed time every second while the turn runs. */
   private ticker: ReturnType<typeof setInterval> | null = null;
@@ -39,9 +42,10 @@ export class TurnView {
     this.header = new Header(send);
     this.body = h("div", { class: "ac-body" });
     this.threadsEl = h("div", { class: "ac-threads" });
+    this.workflowsEl = h("div", { class: "ac-workflows" });
     this.outcomesEl = h("div", { class: "ac-outcomes" });
     this.cost = new CostMeter();
-    this.el = h("div", { class: "agentcell-turn" }, this.header.el, this.body, this.threadsEl, this.outcomesEl, this.cost.el);
+    this.el = h("div", { class: "agentcell-turn" }, this.header.el, this.body, this.workflowsEl, this.threadsEl, this.outcomesEl, this.cost.el);
     this.el.addEventListener("click", (event) => {
       copyCode(event);
       insertCode(event);
@@ -53,6 +57,7 @@ export class TurnView {
     this.el.dataset.status = state.status;
     this.header.update(state);
     this.syncList(this.body, state.order, state);
+    this.paintWorkflows(state);
     this.paintThreads(state);
     this.paintOutcomes(state);
     this.cost.update(state);
@@ -69,6 +74,7 @@ export class TurnView {
           return;
         }
         this.cost.update(latest);
+        this.paintWorkflows(latest);
       }, 1000);
     } else if (state.status !== "running") {
       this.stopTicking();
@@ -118,17 +124,40 @@ export class TurnView {
     return view;
   }
 
+  /** Each workflow run's progress view; `now` (ms) clocks the items still running. */
+  private paintWorkflows(state: TurnState, now: number = Date.now()): void {
+    for (const run of state.workflows.values()) {
+      let view = this.workflowViews.get(run.id);
+      if (!view) {
+        view = new WorkflowView(run);
+        this.workflowViews.set(run.id, view);
+        this.workflowsEl.append(view.el);
+      }
+      view.update(state, run, now);
+    }
+  }
+
   private paintThreads(state: TurnState): void {
     for (const thread of state.threads.values()) {
       let view = this.threadViews.get(thread.id);
       if (!view) {
         view = new ThreadView();
         this.threadViews.set(thread.id, view);
-        this.threadsEl.append(view.el);
       }
+      // A workflow step's thread shows inside its step's row; any other under the turn.
+      const parent = this.slotFor(thread.id) ?? this.threadsEl;
+      if (view.el.parentElement !== parent) parent.append(view.el);
       view.update(thread, state.status === "running");
       this.syncList(view.list, thread.order, state);
     }
+  }
+
+  private slotFor(threadId: string): HTMLElement | null {
+    for (const view of this.workflowViews.values()) {
+      const slot = view.slotFor(threadId);
+      if (slot) return slot;
+    }
+    return null;
   }
 
   private paintOutcomes(state: TurnState): void {
