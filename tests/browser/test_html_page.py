@@ -15,7 +15,7 @@ from playwright.sync_api import Browser, Page, Route, expect
 
 from ..kernel.conftest import write_script
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
 SCRIPT = [
     {"steps": [{"kind": "tool_call", "name": "python", "input": {"code": "print(6 * 7)"}}]},

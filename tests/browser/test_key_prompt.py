@@ -14,7 +14,7 @@ from ..kernel.echo_server import EchoServer, echo_server
 from .conftest import lab_env
 from .lab import Lab, open_notebook, run_cell, run_lab, save, screenshot, wait_cell_done, write_notebook
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(180)]
 
 KEY = "fake-key-typed-in-the-browser-0123456789"  # not key-shaped: nothing scans it as a leak
 

@@ -11,7 +11,7 @@ from playwright.sync_api import Page
 from .conftest import lab_env
 from .lab import Lab, open_notebook, run_lab, screenshot, write_notebook
 
-pytestmark = [pytest.mark.slow, pytest.mark.browser]
+pytestmark = [pytest.mark.slow, pytest.mark.browser, pytest.mark.timeout(180)]
 
 HINT = "Ask the agent… (%%python for Python, %help for the magics)"
 
