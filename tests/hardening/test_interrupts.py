@@ -122,8 +122,8 @@ def test_stop_while_the_model_streams_keeps_the_text_so_far(notebook: Notebook) 
 @pytest.mark.parametrize(
     "body",
     [
-        "def stuck() -> str:\n    print('entered', flush=True)\n    time.sleep(60)\n    return 'never'\n",
-        "async def stuck() -> str:\n    print('entered', flush=True)\n    await asyncio.Event().wait()\n    return 'x'\n",
+        "def stuck() -> str:\n    time.sleep(60)\n    return 'never'\n",
+        "async def stuck() -> str:\n    await asyncio.Event().wait()\n    return 'never'\n",
     ],
     ids=["sync-tool-sleeps", "async-tool-waits"],
 )
