@@ -15,7 +15,7 @@ import tempfile
 from decimal import Decimal
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentcell import Engine, ScriptedDelay, ScriptedProvider, ScriptedResponse, ScriptedText, ScriptedToolCall
@@ -102,6 +102,7 @@ def test_no_usage_a_server_reports_takes_spend_past_the_cap(
     room_for=st.floats(1.2, 3.5),  # the budget, in worst cases of one thread's request
     charged=st.integers(1, 200),  # the output each thread really reports
 )
+@example(threads=4, room_for=1.25, charged=1)  # found by this test: the coordinator was refused, not made to wait
 def test_parallel_threads_share_a_budget_without_starving_or_overspending(
     threads: int, room_for: float, charged: int
 ) -> None:
@@ -135,9 +136,11 @@ def test_parallel_threads_share_a_budget_without_starving_or_overspending(
         budget = (one * Decimal(str(room_for))).quantize(Decimal("0.000001"))
         session = engine.sessions.create(agent=agent.id, budget=budget)
         result = session.send_sync("split the work")
-        assert session.usage.spent <= budget
+        spent = session.usage.spent
+        assert spent <= budget
     # No thread starved: each finished. The coordinator finished too, or was refused its next request with
-    # the figures, and only when that request's worst case really exceeded what was left.
+    # the figures, and only when that request's worst case really exceeded what was unspent (reservations
+    # of requests in flight are waited for, not counted as spent: issue 21, 7).
     idles = [e for e in result.events if isinstance(e, ev.SessionThreadStatusIdle)]
     assert [i.stop_reason.type for i in idles] == ["end_turn"] * threads
     if result.stop_reason != ev.EndTurn():
@@ -145,4 +148,5 @@ def test_parallel_threads_share_a_budget_without_starving_or_overspending(
         [refusal] = [e.error.message for e in result.events if isinstance(e, ev.SessionError)]
         figures = re.search(r"may cost up to \$([\d.]+) .* and \$([\d.]+) of the \$[\d.]+ budget is left", refusal)
         assert figures, refusal
-        assert Decimal(figures[1]) > Decimal(figures[2])
+        # Refused only when even the shortest useful request could not fit what is unspent (nothing held).
+        assert Decimal(figures[1]) > budget - spent, refusal
