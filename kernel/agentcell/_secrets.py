@@ -12,7 +12,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 
-__all__ = ["REDACTED", "keep_secret", "scrub", "secret_values"]
+__all__ = ["REDACTED", "StreamScrubber", "keep_secret", "scrub", "secret_values"]
 
 SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 MIN_SECRET_LENGTH = 8
@@ -45,3 +45,29 @@ def scrub(text: str, secrets: Sequence[str]) -> str:
             if spelling in text:
                 text = text.replace(spelling, REDACTED)
     return text
+
+
+class StreamScrubber:
+    """Scrubs text that arrives in pieces (a model's text deltas), so that a secret split across two pieces
+    is caught too: the end of a piece that could begin a secret is held back until the next piece of the
+    same stream shows whether it does, or until :meth:`flush` when the stream ends."""
+
+    def __init__(self) -> None:
+        self._held: dict[tuple[str, int], str] = {}
+
+    def feed(self, stream: tuple[str, int], text: str, secrets: Sequence[str]) -> str:
+        """What of ``stream``'s text so far may be shown now, secrets replaced."""
+        text = scrub(self._held.pop(stream, "") + text, secrets)
+        held = max((k for s in secrets for k in range(1, len(s)) if text.endswith(s[:k])), default=0)
+        if held:
+            self._held[stream] = text[-held:]
+            return text[:-held]
+        return text
+
+    def flush(self, event_id: str) -> list[tuple[int, str]]:
+        """The text still held for the streams of ``event_id`` (by content index); they ended."""
+        done = sorted(key for key in self._held if key[0] == event_id)
+        return [(index, self._held.pop((event_id, index))) for _, index in done]
+
+    def clear(self) -> None:
+        self._held.clear()

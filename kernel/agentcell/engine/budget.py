@@ -97,18 +97,24 @@ async def fit_request(
     if counted is not None and counted < bound:
         bound = counted
         worst = worst_case_cost(pricing, bound, max_tokens, billing)
-    while (room := log.budget_room()) is not None and worst > room and worst <= room + log.reserved:
+    minimum = min(max_tokens, MIN_USEFUL_OUTPUT) if shorten else max_tokens
+    least = worst_case_cost(pricing, bound, minimum, billing)
+
+    def settling_helps(room: Decimal) -> bool:
         # What others hold for requests in flight (threads beside this one) is not spent: wait for them to
-        # settle rather than shorten or refuse this request, so a fan of threads cannot starve a turn.
+        # settle rather than shorten or refuse this request, so a fan of threads cannot starve a turn --
+        # also when only a shortened request would fit once they have settled.
+        after = room + log.reserved
+        return worst > room and (worst <= after or room < least <= after)
+
+    while (room := log.budget_room()) is not None and settling_helps(room):
         await log.reservations_settle()
     if room is None or worst <= room:
         return RequestPlan(request, worst)
     fits = _most_output(pricing, bound, max_tokens, billing, room)
-    minimum = min(max_tokens, MIN_USEFUL_OUTPUT) if shorten else max_tokens
     if fits >= minimum:
         shortened = request.model_copy(update={"settings": request.settings.model_copy(update={"max_tokens": fits})})
         return RequestPlan(shortened, worst_case_cost(pricing, bound, fits, billing), shortened_from=max_tokens)
-    least = worst_case_cost(pricing, bound, minimum, billing)
     cost = (
         f"even with {minimum:,} output tokens it may cost up to {format_usd(least)} at list price ({bound:,} input "
         f"tokens; {format_usd(worst)} with the full {max_tokens:,})"

@@ -18,9 +18,10 @@ from typing import Any, Literal, TypeVar, cast
 
 from pydantic import BaseModel
 
-from .._secrets import scrub, secret_values
+from .._secrets import StreamScrubber, scrub, secret_values
 from ..events import (
     ContentBlock,
+    ContentDelta,
     Event,
     EventDelta,
     Outcome,
@@ -76,6 +77,7 @@ class SessionLog:
         """Per thread: guidance steered in and not yet given to the model."""
         self._secrets = secret_values()
         """What no event may carry (API keys a model or a tool printed): scrubbed on the way in."""
+        self._streams = StreamScrubber()
         self._last_known: str | None = _UNSEEN
         """The id of the newest event this log knows the store holds (see :meth:`catch_up`)."""
         self.cache_watch = CacheWatch()
@@ -140,24 +142,42 @@ class SessionLog:
         """Read the process's secrets again (a turn starts: a key may have been set since)."""
         self._secrets = secret_values()
 
-    def _scrubbed(self, item: StreamItem) -> StreamItem:
+    def _scrubbed(self, item: StreamItem) -> StreamItem | None:
         if isinstance(item, EventDelta):
             content = item.delta.content
-            if isinstance(content, TextBlock) and any(s in content.text for s in self._secrets):
-                text = scrub(content.text, self._secrets)
-                delta = item.delta.model_copy(update={"content": content.model_copy(update={"text": text})})
-                return item.model_copy(update={"delta": delta})
-            return item
+            if not isinstance(content, TextBlock):
+                return item
+            # A key split across two deltas is in neither: the text is scrubbed as one stream.
+            text = self._streams.feed((item.event_id, item.delta.index), content.text, self._secrets)
+            if text == content.text:
+                return item
+            if not text:
+                return None  # all of it held back until the next delta shows whether it begins a key
+            delta = item.delta.model_copy(update={"content": content.model_copy(update={"text": text})})
+            return item.model_copy(update={"delta": delta})
         raw = item.model_dump_json()
         cleaned = scrub(raw, self._secrets)
         return item if cleaned == raw else stream_item_adapter.validate_json(cleaned)
+
+    def _flush_stream(self, event: Event) -> None:
+        """Show the text still held back of the deltas that previewed ``event``, before ``event`` itself."""
+        for index, text in self._streams.flush(event.id):
+            delta = ContentDelta(index=index, content=TextBlock(text=text))
+            self.notify(EventDelta(event_id=event.id, delta=delta, thread_id=getattr(event, "thread_id", None)))
+        if event.type == "session.status_idle":
+            self._streams.clear()  # previews of a failed attempt never end with an event of their own
 
     def emit(self, item: StreamItem) -> None:
         """Append a buffered event durably (previews are not stored), then show it to every listener. No
         secret of the process reaches either: it is replaced by ``[redacted]`` first. Inside
         :meth:`batched`, both wait for the end of the block."""
         if self._secrets:
-            item = self._scrubbed(item)
+            scrubbed = self._scrubbed(item)
+            if scrubbed is None:
+                return
+            item = scrubbed
+            if not is_preview(item):
+                self._flush_stream(cast(Event, item))
         if self._batch is not None:
             self._batch.append(item)
             return

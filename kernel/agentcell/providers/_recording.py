@@ -203,6 +203,11 @@ class Recording:
             return cls(path)
         except OSError as exc:
             raise InvalidInputError(f"cannot read the recording {path}: {exc}") from exc
+        except UnicodeDecodeError as exc:  # binary garbage: one line naming the file, not a decode traceback
+            raise InvalidInputError(
+                f"the recording {path} is damaged: it is not UTF-8 text ({exc.reason} at byte {exc.start}); "
+                "re-record it (`%record`, or `agentcell run NOTEBOOK --record`) or delete it"
+            ) from None
         entries = []
         for number, line in enumerate(lines, 1):
             if not line.strip():

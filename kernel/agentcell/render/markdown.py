@@ -51,11 +51,19 @@ def clip(text: str) -> str:
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+)(.+?)(?<!`)\1(?!`)")
 _PROSE_SPECIALS = str.maketrans({"$": "\\$", "<": "&lt;"})
+_IMAGE = re.compile(r"!\[(?![^\]]*\]\(\s*data:image/)")
+"""An image the model wrote that is not a ``data:`` image: a viewer would fetch it with the user's cookies
+(``![x](/logout)``), so its ``![`` is escaped and it shows as text (issue 21, 5)."""
+
+
+def _prose(text: str) -> str:
+    return _IMAGE.sub(r"!\\[", text.translate(_PROSE_SPECIALS))
 
 
 def escape_prose(text: str) -> str:
-    """``text`` (the model's Markdown) with ``$`` and ``<`` escaped outside fenced, indented and inline
-    code, so viewers neither typeset math nor run raw HTML, and the Markdown otherwise renders as written."""
+    """``text`` (the model's Markdown) with ``$``, ``<`` and images other than ``data:`` ones escaped outside
+    fenced, indented and inline code, so viewers neither typeset math, run raw HTML nor fetch a URL, and the
+    Markdown otherwise renders as written."""
     out: list[str] = []
     fence: str | None = None
     previous_blank = True
@@ -80,10 +88,10 @@ def escape_prose(text: str) -> str:
 def _escape_spans(line: str) -> str:
     parts, last = [], 0
     for span in _CODE_SPAN.finditer(line):
-        parts.append(line[last : span.start()].translate(_PROSE_SPECIALS))
+        parts.append(_prose(line[last : span.start()]))
         parts.append(span.group(0))
         last = span.end()
-    parts.append(line[last:].translate(_PROSE_SPECIALS))
+    parts.append(_prose(line[last:]))
     return "".join(parts)
 
 
