@@ -102,10 +102,9 @@ async def fit_request(
 
     def settling_helps(room: Decimal) -> bool:
         # What others hold for requests in flight (threads beside this one) is not spent: wait for them to
-        # settle rather than shorten or refuse this request, so a fan of threads cannot starve a turn --
-        # also when only a shortened request would fit once they have settled.
-        after = room + log.reserved
-        return worst > room and (worst <= after or room < least <= after)
+        # settle rather than shorten or refuse this request, so a fan of threads cannot starve a turn, and a
+        # refusal is decided (and its figures told) on what is really unspent.
+        return worst > room and log.reserved > 0
 
     while (room := log.budget_room()) is not None and settling_helps(room):
         await log.reservations_settle()
