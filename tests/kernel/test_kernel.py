@@ -55,7 +55,7 @@ def test_a_prose_cell_streams_coalesced_updates_and_ends_idle(kernel_env: dict[s
         assert run.reply["execution_count"] == 2
 
 
-def test_magics_answer_and_mistakes_are_one_line(kernel_env: dict[str, str]) -> None:
+def test_magics_answer_and_mistakes_are_one_line(kernel_env: dict[str, str], tmp_path: Path) -> None:
     with running_kernel(kernel_env) as (_, kc):
         assert "show or set the model" in execute(kc, "%model --help").stdout
         assert execute(kc, "%budget 0.75").stdout.strip() == "budget: $0.75"
@@ -94,9 +94,10 @@ def test_magics_answer_and_mistakes_are_one_line(kernel_env: dict[str, str]) -> 
         assert "input tokens" in usage.displays[0]["text/markdown"]
         assert "list cost" in usage.displays[0]["text/plain"] and "object>" not in usage.displays[0]["text/plain"]
         assert "| list cost | \\$" in usage.displays[0]["text/markdown"]  # money, not math
-        # The Jupyter habit works too: %config reaches the same settings.
-        assert execute(kc, "%config AgentCell.model = 'scripted:/nonexistent.json'").status == "ok"
-        assert "model: scripted:/nonexistent.json" in execute(kc, "%model").stdout
+        # The Jupyter habit works too: %config reaches the same settings (and checks a model as %model does).
+        script = write_script(tmp_path / "config.json", [])
+        assert execute(kc, f"%config AgentCell.model = {script!r}").status == "ok"
+        assert f"model: {script}" in execute(kc, "%model").stdout
         assert "AgentCell.budget" in execute(kc, "%config AgentCell").stdout
         before = _session_id(kc)
         assert execute(kc, "%session new").stdout.startswith("new session ")

@@ -72,3 +72,25 @@ def test_a_model_no_provider_serves_is_refused_when_named(kernel_env: dict[str, 
         missing = execute(kc, f"%model scripted:{tmp_path / 'nonexistent.json'}")
         assert missing.status == "error" and "cannot read the script" in missing.reply["evalue"]
         assert "model: scripted" in execute(kc, "%model").stdout
+
+
+def test_config_refuses_a_model_no_provider_serves_as_model_does(kernel_env: dict[str, str], tmp_path: Path) -> None:
+    """``%config AgentCell.model = …`` is refused the moment it is given, with %model's own message; before,
+    IPython printed the error on stderr, the cell succeeded, and the model failed at the next turn."""
+    with running_kernel(kernel_env) as (_, kc):
+        by_magic = execute(kc, "%model gpt-unheard-of")
+        by_config = execute(kc, "%config AgentCell.model = 'gpt-unheard-of'")
+        assert by_config.status == "error" and by_config.reply["ename"] == "UsageError"
+        assert by_config.reply["evalue"] == by_magic.reply["evalue"]
+        assert "no provider serves the model" in by_config.reply["evalue"]
+        script = tmp_path / "nonexistent.json"
+        missing = execute(kc, f"%config AgentCell.model = 'scripted:{script}'")
+        assert missing.status == "error" and "cannot read the script" in missing.reply["evalue"]
+        assert execute(kc, "%config AgentCell.model").displays[-1]["text/plain"] == "''"
+        assert "model: scripted" in execute(kc, "%model").stdout
+        # A model a provider serves is taken, and %config still does everything else it did.
+        taken = execute(kc, "%config AgentCell.model = 'scripted'")
+        assert taken.status == "ok" and "Error" not in taken.stderr
+        assert execute(kc, "%config AgentCell.model").displays[-1]["text/plain"] == "'scripted'"
+        assert execute(kc, "%config AgentCell.renderer = 'markdown'").status == "ok"
+        assert execute(kc, "%config AgentCell.renderer").displays[-1]["text/plain"] == "'markdown'"

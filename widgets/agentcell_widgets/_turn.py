@@ -17,8 +17,11 @@ class TurnWidget(anywidget.AnyWidget):
     context at creation and the compact final log at the end, which is what a saved notebook re-renders.
     The browser answers with custom messages too (``hello``, ``approval``, ``stop``)."""
 
-    _esm = STATIC / "turn.js"
-    _css = STATIC / "turn.css"
+    # The built files' text, not their paths: for a path anywidget connects every instance, through a
+    # closure, to the class's file watcher, which then keeps every turn's widget, renderer and items for
+    # the life of the kernel (issue 21, 9).
+    _esm = (STATIC / "turn.js").read_text(encoding="utf-8")
+    _css = (STATIC / "turn.css").read_text(encoding="utf-8")
 
     items = traitlets.List(traitlets.Dict()).tag(sync=True)
     """The turn's items: ``[context]`` while it runs, then its compact durable log."""

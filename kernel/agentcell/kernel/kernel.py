@@ -12,6 +12,7 @@ from typing import Any
 from ipykernel.ipkernel import IPythonKernel
 
 from .._version import __version__
+from ..render.previews import preview_code
 from .extension import load
 
 __all__ = ["AgentCellKernel"]
@@ -46,6 +47,11 @@ class AgentCellKernel(IPythonKernel):
         super().__init__(**kwargs)
         assert self.shell is not None
         self.agent_host = load(self.shell, prose_is_agent=True)
+
+    def _publish_execute_input(self, code: str, parent: Any, execution_count: int) -> None:
+        # Every front end gets the cell's code back on IOPub; the one that sent it has it. A huge prose cell
+        # (a pasted document) is broadcast as its start and its length.
+        super()._publish_execute_input(preview_code(code), parent, execution_count)
 
     async def do_shutdown(self, restart: bool) -> dict[str, Any]:
         # Runs on the control thread: hand the cleanup to the main loop's owner via close(), which only

@@ -36,10 +36,11 @@ def _anthropic(config: ModelConfig) -> Provider:
 
 
 def _scripted(config: ModelConfig) -> Provider:
-    # "scripted" alone echoes; "scripted:/path/to/script.json" plays that file.
+    # "scripted" alone echoes; "scripted:/path/to/script.json" plays that file. Nobody reads the requests
+    # of a provider made here (a kernel's, a run's): they are not kept.
     if config.id in ("", "scripted"):
-        return ScriptedProvider()
-    return ScriptedProvider.from_file(config.id)
+        return ScriptedProvider(keep_requests=False)
+    return ScriptedProvider.from_file(config.id, keep_requests=False)
 
 
 def _local(config: ModelConfig) -> Provider:

@@ -127,19 +127,24 @@ _responses_adapter: TypeAdapter[list[ScriptedResponse]] = TypeAdapter(list[Scrip
 
 
 class ScriptedProvider(Provider):
-    """Plays ``script`` one response per request, then echoes. ``requests`` records what it was sent."""
+    """Plays ``script`` one response per request, then echoes. ``requests`` records what it was sent (each
+    request holds the whole conversation, so a long session's record grows with the square of its turns:
+    ``keep_requests=False``, as the model names ``scripted…`` build it, records nothing)."""
 
     name = "scripted"
 
-    def __init__(self, script: ScriptSource | None = None, *, pricing: Pricing = FREE) -> None:
+    def __init__(
+        self, script: ScriptSource | None = None, *, pricing: Pricing = FREE, keep_requests: bool = True
+    ) -> None:
         self._script = script
         self._pricing = pricing
         self._lock = threading.Lock()
         self._next = 0
+        self._keep_requests = keep_requests
         self.requests: list[ModelRequest] = []
 
     @classmethod
-    def from_file(cls, path: str | Path) -> ScriptedProvider:
+    def from_file(cls, path: str | Path, *, keep_requests: bool = True) -> ScriptedProvider:
         """Load ``[response, ...]`` or ``{"responses": [...], "pricing": {"input_mtok": .., ...}}``."""
         try:
             data = json.loads(Path(path).read_text())
@@ -155,7 +160,7 @@ class ScriptedProvider(Provider):
             responses = _responses_adapter.validate_python(data)
         except (TypeError, ValueError, AttributeError, ArithmeticError) as exc:  # ValidationError is a ValueError
             raise InvalidInputError(f"the script {path} is not valid: {exc}") from exc
-        return cls(responses, pricing=pricing)
+        return cls(responses, pricing=pricing, keep_requests=keep_requests)
 
     def pricing(self, model: str) -> Pricing:
         del model
@@ -163,7 +168,8 @@ class ScriptedProvider(Provider):
 
     def _take(self, request: ModelRequest) -> ScriptedResponse:
         with self._lock:
-            self.requests.append(request)
+            if self._keep_requests:
+                self.requests.append(request)
             script = self._script
             if callable(script):
                 return script(request)

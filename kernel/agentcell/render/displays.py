@@ -11,6 +11,8 @@ one ``display`` call: the bundles are plain dicts.
 from __future__ import annotations
 
 import copy
+import json
+import zlib
 from collections import OrderedDict
 from html import escape
 from typing import TYPE_CHECKING, Any
@@ -83,11 +85,13 @@ class TurnDisplays:
     Python with a ``cell_id``) is marked."""
 
     def __init__(self) -> None:
-        self._shown: OrderedDict[str, tuple[str, dict[str, Any]]] = OrderedDict()
+        self._shown: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
+        """Each bundle compressed: only a re-run reads one again, and a long session keeps hundreds."""
 
     def shown(self, opening_event_id: str, bundle: dict[str, Any], *, display_id: str | None = None) -> None:
         """The turn's output (display id ``display_id``, by default :func:`turn_display_id`) shows ``bundle``."""
-        self._shown[opening_event_id] = (display_id or turn_display_id(opening_event_id), bundle)
+        packed = zlib.compress(json.dumps(bundle, ensure_ascii=False).encode(), 6)
+        self._shown[opening_event_id] = (display_id or turn_display_id(opening_event_id), packed)
         self._shown.move_to_end(opening_event_id)
         while len(self._shown) > MAX_REMEMBERED:
             self._shown.popitem(last=False)
@@ -104,7 +108,8 @@ class TurnDisplays:
         for turn_id in event.turn_ids:
             shown = self._shown.pop(turn_id, None)
             if shown is not None:
-                display_id, bundle = shown
+                display_id, packed = shown
+                bundle = json.loads(zlib.decompress(packed))
                 display(stale_bundle(bundle), raw=True, display_id=display_id, update=True)
             else:
                 # Shown by an earlier kernel (before a restart): this one has no bundle to resend, so it

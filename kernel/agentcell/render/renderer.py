@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .fallback_html import fallback_html
 from .fold import TurnFold
+from .previews import preview_prompt
 
 if TYPE_CHECKING:
     from .. import Session, StreamItem, TurnResult
@@ -58,7 +59,8 @@ def fallback_bundle(
     if html:
         bundle["text/html"] = fallback_html(fold, footer=fold.footer())
     if result is not None:
-        turn: dict[str, Any] = {"events": [json.loads(e.model_dump_json()) for e in result.events]}
+        # A long prompt as its preview: the cell above the output holds it whole.
+        turn: dict[str, Any] = {"events": [preview_prompt(json.loads(e.model_dump_json())) for e in result.events]}
         if context is not None:
             turn["context"] = context
         if approvals:

@@ -37,6 +37,7 @@ from ..errors import ApprovalUnavailable
 from ..events import EventDelta, EventStart, SpanModelRequestEnd, UserMessage
 from ._ipython import display
 from .displays import displays_of, opening_event_id, turn_display_id
+from .previews import preview_prompt
 from .renderer import fallback_bundle, fold_of
 from .throttle import Throttle
 
@@ -55,11 +56,11 @@ HELLO_GRACE = 5.0
 
 def compact(item: StreamItem) -> dict[str, Any]:
     """An item as the widget gets it: JSON, without what the view never reads (the session id, which every
-    item repeats, and thinking signatures, opaque and often long)."""
+    item repeats, and thinking signatures, opaque and often long), and a long prompt as its preview."""
     data: dict[str, Any] = item.model_dump(mode="json", exclude={"session_id", "signature"})
     if data.get("redacted_data"):
         data["redacted_data"] = "redacted"
-    return data
+    return preview_prompt(data)
 
 
 def turn_costs(session: Session, *, limit: int = SPARKLINE_TURNS) -> list[str]:

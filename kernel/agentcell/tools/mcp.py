@@ -35,6 +35,7 @@ from ..errors import ToolRegistrationError
 from ..events import ContentBlock, ImageBlock, ImageSource, TextBlock
 from .base import ToolResult
 from .definition import ToolContext, ToolDefinition
+from .mcp_relay import CUT_NOTE
 from .permissions import Access
 from .registry import Disposer, ToolRegistry
 
@@ -46,13 +47,34 @@ if TYPE_CHECKING:
 
     from ..records.agent import McpServer
 
-__all__ = ["McpConnection", "McpServerStatus", "McpTools", "kernel_command"]
+__all__ = ["MAX_RESULT_BYTES", "McpConnection", "McpServerStatus", "McpTools", "kernel_command"]
 
 log = logging.getLogger(__name__)
 
 State = Literal["stopped", "starting", "running", "failed", "crashed"]
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 _STDERR_TAIL = 2000
+_RELAY = Path(__file__).with_name("mcp_relay.py")
+MAX_RESULT_BYTES = 1_000_000
+"""A stdio server's message (a tool result) longer than this reaches the kernel shortened, with a note
+saying so; ``AGENTCELL_MCP_MAX_RESULT_BYTES`` or ``McpTools(max_result_bytes=…)`` sets another cap."""
+
+
+def configured_max_result_bytes() -> int:
+    """The cap from ``AGENTCELL_MCP_MAX_RESULT_BYTES``, else :data:`MAX_RESULT_BYTES`."""
+    given = os.environ.get("AGENTCELL_MCP_MAX_RESULT_BYTES", "").strip()
+    try:
+        return max(4096, int(given)) if given else MAX_RESULT_BYTES
+    except ValueError:
+        log.warning(
+            "AGENTCELL_MCP_MAX_RESULT_BYTES=%r is not a number of bytes; the cap stays %d", given, MAX_RESULT_BYTES
+        )
+        return MAX_RESULT_BYTES
+
+
+def kept_results_dir() -> Path:
+    """Where a shortened message is kept whole (the note in the result names its file)."""
+    return Path(tempfile.gettempdir()) / "agentcell-mcp-results"
 
 
 def kernel_command(command: str) -> str:
@@ -87,8 +109,16 @@ class McpServerStatus:
 class McpConnection:
     """One MCP server, connected by a task that owns the client until :meth:`stop`."""
 
-    def __init__(self, server: McpServer, *, cwd: Path | None = None, connect_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        server: McpServer,
+        *,
+        cwd: Path | None = None,
+        connect_timeout: float = 30.0,
+        max_result_bytes: int | None = None,
+    ) -> None:
         self.server = server
+        self.max_result_bytes = max_result_bytes if max_result_bytes is not None else configured_max_result_bytes()
         self.cwd = cwd
         self.connect_timeout = connect_timeout
         self.state: State = "stopped"
@@ -158,8 +188,15 @@ class McpConnection:
         # The server's stderr goes to a file we can quote when it fails; stop() closes it.
         self._stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
         command, *args = self.server.command
-        command = kernel_command(command)
-        parameters = StdioServerParameters(command=command, args=args, env=self.server.env or None, cwd=self.cwd)
+        # Through the relay (mcp_relay.py), which shortens a message above the cap before the SDK's reader,
+        # quadratic in a line's length, holds it whole.
+        relayed = [str(_RELAY), str(self.max_result_bytes), str(kept_results_dir()), self.server.name, "--"]
+        parameters = StdioServerParameters(
+            command=sys.executable,
+            args=["-I", *relayed, kernel_command(command), *args],
+            env=self.server.env or None,
+            cwd=self.cwd,
+        )
         return _strict_stdout(stdio_client(parameters, errlog=self._stderr), self.server.name)
 
     async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
@@ -301,7 +338,11 @@ def _convert(result: CallToolResult) -> ToolResult:
         if isinstance(item, TextContent):
             blocks.append(TextBlock(text=item.text))
         elif isinstance(item, ImageContent):
-            blocks.append(ImageBlock(source=ImageSource(media_type=item.mime_type, data=item.data)))
+            cut = item.data.find(CUT_NOTE)
+            if cut >= 0:  # the relay cut the image's data: it says so instead of sending a broken image
+                blocks.append(TextBlock(text=f"[an image ({item.mime_type}) that was cut]{item.data[cut:]}"))
+            else:
+                blocks.append(ImageBlock(source=ImageSource(media_type=item.mime_type, data=item.data)))
         elif isinstance(item, EmbeddedResource):
             text = getattr(item.resource, "text", None)
             blocks.append(TextBlock(text=text if text is not None else f"[binary resource {item.resource.uri}]"))
@@ -327,12 +368,13 @@ class McpTools:
         cwd: Path | None = None,
         call_timeout: float | None = 300.0,
         trust_annotations: bool = False,
+        max_result_bytes: int | None = None,
     ) -> None:
         self.registry = registry
         self.scope = scope
         self.call_timeout = call_timeout
         self.trust_annotations = trust_annotations
-        self.connections = [McpConnection(server, cwd=cwd) for server in servers]
+        self.connections = [McpConnection(server, cwd=cwd, max_result_bytes=max_result_bytes) for server in servers]
         self._disposers: list[Disposer] = []
         self._registered: dict[str, tuple[str, ...]] = {}
 

@@ -55,6 +55,7 @@ _ORDER = (
     "session",
     "agent",
     "mcp",
+    "config",
     "usage",
     "record",
     "replay",

@@ -6,6 +6,7 @@ Each change that alters the agent makes a new agent version, which the session p
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, ClassVar
 
 from IPython.core.error import UsageError
@@ -18,6 +19,7 @@ from .permission_rules import describe_rules, revoke_rules
 __all__ = ["AgentMagics"]
 
 _SETTINGS = {"max_tokens": int, "temperature": float, "thinking_budget": int, "base_url": str}
+_CONFIG_MODEL = re.compile(r"^\s*AgentCell\.model\s*=")
 
 
 def _ask_hidden(prompt: str) -> str | None:
@@ -47,6 +49,8 @@ class AgentMagics(MagicGroup):
         "the workspace, by the file tools and the python tool alike, and shell commands and the network ask",
         "agent": "%agent [show | pin VERSION | versions]  the agent and its pinned version",
         "mcp": "%mcp [list | add NAME -- COMMAND … | add NAME --url URL | remove NAME]  MCP servers",
+        "config": "%config AgentCell[.SETTING [= VALUE]]  IPython's settings (see %config AgentCell); "
+        "AgentCell.model = NAME is checked as %model NAME is",
     }
 
     @line_magic
@@ -75,6 +79,33 @@ class AgentMagics(MagicGroup):
             print(f"model: {agent.model.id} (agent v{agent.version})")
         except AgentCellError as exc:
             raise self._fail(exc) from None
+
+    # A method named config would shadow the Configurable's config trait; IPython's stubs type the name
+    # argument away.
+    @line_magic("config")  # type: ignore[arg-type]
+    def checked_config(self, line: str) -> Any:
+        """IPython's ``%config``, except that ``AgentCell.model = NAME`` is checked as ``%model NAME`` is:
+        IPython reports a failing setting on stderr only and carries on, so a model no provider serves
+        would pass unnoticed until the next turn."""
+        from IPython.core.magics.config import ConfigMagics
+
+        if line.strip() in ("-h", "--help"):
+            print(self.HELP["config"])
+            return None
+        if _CONFIG_MODEL.match(line):
+            from traitlets.config import Config
+
+            given = Config()
+            assert self.shell is not None  # registered magics always have their shell
+            exec("given." + line.strip(), self.shell.user_ns, {"given": given})  # as IPython evaluates it
+            model = given.AgentCell.model
+            if isinstance(model, str) and model:
+                try:
+                    self._check_model({"id": model})
+                except AgentCellError as exc:
+                    raise self._fail(exc) from None
+        # Magics binds its methods when made (then its config trait hides the method of that name).
+        return ConfigMagics(shell=self.shell).magics["line"]["config"](line)
 
     def _check_model(self, config: dict[str, Any]) -> None:
         """Refuse a model no provider can serve as configured; a missing key is asked for, hidden."""

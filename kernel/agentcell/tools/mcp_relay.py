@@ -1,0 +1,263 @@
+"""The stdout of a stdio MCP server, relayed with every message longer than a cap shortened on the way.
+
+The MCP SDK's stdio reader joins each chunk to the unfinished line and splits again, so a message of n
+bytes costs O(n²) (a 50 MB tool result took 69 s) and is held whole, several times over, in the kernel. A
+stdio server is therefore started through this relay: ``python mcp_relay.py CAP KEEP_DIR NAME -- COMMAND…``.
+The server reads the kernel's pipe (its stdin is the relay's) and writes into the relay, which passes lines
+of up to ``CAP`` bytes through unchanged. A longer line is copied whole into a file under ``KEEP_DIR`` as it
+arrives and forwarded shortened: its JSON strings keep ``CAP`` bytes of content in all, and each string
+that was cut ends with a note saying how large the message was and which file holds the whole. Memory and
+time stay linear in the message and bounded by the cap.
+
+Stdlib only, and run by path (never ``-m agentcell…``), so that it starts in milliseconds without the
+package.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from typing import IO
+
+PLACEHOLDER = b"\\u0000agentcell-cut\\u0000"
+"""Where a cut string ends, until the message's size is known and the note replaces it (JSON-escaped NULs
+cannot occur in the text of a cut string's kept part, which ends at a character boundary before it)."""
+SHORT = 256
+"""Strings up to this long are always kept whole: keys, ids, types and MIME types keep the message's shape."""
+MAX_KEPT_BYTES = 1 << 30
+"""The file that keeps a message whole stops growing here."""
+OVERFLOW_FACTOR = 4
+"""A shortened message still above this many caps (a huge array of numbers) is replaced by an error."""
+_SPECIAL = re.compile(rb'["\\]')
+_ID = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
+_READ = 1 << 20
+_BACKSLASH = 0x5C
+
+
+class Shortener:
+    """Copies a JSON text while keeping at most ``budget`` bytes of string content in total (strings of up
+    to :data:`SHORT` bytes are always whole); a cut string ends with :data:`PLACEHOLDER`. Fed in chunks of
+    any size; never cuts inside an escape, a surrogate pair or a UTF-8 character."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.out = bytearray()
+        self.cut = False
+        self._in_string = False
+        self._kept = 0  # of the current string
+        self._discarding = False
+        self._odd_backslashes = False  # a discarded chunk ended inside a run of backslashes of odd length
+        self._carry = b""
+
+    def feed(self, data: bytes) -> None:
+        if self._carry:
+            data, self._carry = self._carry + data, b""
+        pos, end = 0, len(data)
+        while pos < end:
+            if not self._in_string:
+                quote = data.find(b'"', pos)
+                if quote < 0:
+                    self.out += data[pos:]
+                    return
+                self.out += data[pos : quote + 1]
+                pos, self._in_string, self._kept, self._discarding = quote + 1, True, 0, False
+            elif self._discarding:
+                pos = self._discard(data, pos)
+            else:
+                pos = self._copy(data, pos)
+
+    def _allowance(self) -> int:
+        return max(SHORT - self._kept, self.budget)
+
+    def _take(self, data: bytes, start: int, stop: int) -> None:
+        self.out += data[start:stop]
+        self._kept += stop - start
+        self.budget = max(0, self.budget - (stop - start))
+
+    def _start_discarding(self) -> None:
+        self.out += PLACEHOLDER
+        self.cut = self._discarding = True
+        self._odd_backslashes = False
+
+    def _copy(self, data: bytes, pos: int) -> int:
+        special = _SPECIAL.search(data, pos)
+        stop = special.start() if special is not None else len(data)
+        allowed = self._allowance()
+        if stop - pos > allowed:
+            cut = pos + allowed
+            while cut > pos and data[cut] & 0xC0 == 0x80:  # back to the start of a UTF-8 character
+                cut -= 1
+            self._take(data, pos, cut)
+            self._start_discarding()
+            return cut
+        self._take(data, pos, stop)
+        if special is None:
+            return stop
+        if data[stop] == ord('"'):
+            self.out += b'"'
+            self._in_string = False
+            return stop + 1
+        width = _escape_width(data, stop)
+        if width == 0:  # the escape goes on in the next chunk
+            self._carry = data[stop:]
+            return len(data)
+        if width > self._allowance():
+            self._start_discarding()
+            return stop
+        self._take(data, stop, stop + width)
+        return stop + width
+
+    def _discard(self, data: bytes, pos: int) -> int:
+        """Skip to the string's closing quote: the first one after an even run of backslashes."""
+        while True:
+            quote = data.find(b'"', pos)
+            if quote < 0:
+                run = _backslashes_before(data, len(data), pos)
+                whole = run == len(data) - pos
+                self._odd_backslashes = (self._odd_backslashes if whole else False) ^ bool(run % 2)
+                return len(data)
+            run = _backslashes_before(data, quote, pos)
+            odd = bool(run % 2) ^ (self._odd_backslashes and run == quote - pos)
+            self._odd_backslashes = False
+            if not odd:
+                self.out += b'"'
+                self._in_string = False
+                return quote + 1
+            pos = quote + 1
+
+
+def _escape_width(data: bytes, at: int) -> int:
+    """How many bytes the escape at ``at`` spans (a surrogate pair as one); 0 when ``data`` ends first."""
+    if at + 1 >= len(data):
+        return 0
+    if data[at + 1] != ord("u"):
+        return 2
+    if at + 6 > len(data):
+        return 0
+    if data[at + 2 : at + 4].lower() in (b"d8", b"d9", b"da", b"db"):  # a high surrogate: keep its pair
+        if at + 12 > len(data):
+            return 0
+        return 12 if data[at + 6 : at + 8] == b"\\u" else 6
+    return 6
+
+
+def _backslashes_before(data: bytes, index: int, floor: int) -> int:
+    count = 0
+    while index - count - 1 >= floor and data[index - count - 1] == _BACKSLASH:
+        count += 1
+    return count
+
+
+CUT_NOTE = "\n\n[... cut here: the MCP server "
+"""How the note a cut string ends with begins."""
+
+
+def note(name: str, size: int, cap: int, kept: str | None) -> str:
+    where = f"The whole answer, as JSON-RPC, is kept in {kept}." if kept else "The whole answer was not kept."
+    return (
+        f"{CUT_NOTE}{name!r} answered with {size:,} bytes, over the cap of {cap:,} bytes "
+        f"per message (AGENTCELL_MCP_MAX_RESULT_BYTES). {where}]"
+    )
+
+
+class LongLine:
+    """One line above the cap, as it arrives: kept whole in a file, shortened into memory."""
+
+    def __init__(self, cap: int, keep_dir: str | None) -> None:
+        self.cap = cap
+        self.size = 0
+        self.head = bytearray()  # enough to find the request's id in
+        self.shortener = Shortener(cap)
+        self.file: IO[bytes] | None = None
+        if keep_dir is not None:
+            try:
+                os.makedirs(keep_dir, exist_ok=True)
+                self.file = tempfile.NamedTemporaryFile(  # noqa: SIM115 (closed in finish)
+                    "wb", prefix="mcp-message-", suffix=".json", dir=keep_dir, delete=False
+                )
+            except OSError as exc:
+                print(f"agentcell: cannot keep a long MCP message whole: {exc}", file=sys.stderr, flush=True)
+
+    def feed(self, data: bytes) -> None:
+        self.size += len(data)
+        if len(self.head) < 65536:
+            self.head += data[: 65536 - len(self.head)]
+        if self.file is not None and self.file.tell() < MAX_KEPT_BYTES:
+            self.file.write(data)
+        if len(self.shortener.out) <= OVERFLOW_FACTOR * self.cap:
+            self.shortener.feed(data)
+
+    def finish(self, name: str) -> bytes:
+        kept = None
+        if self.file is not None:
+            self.file.close()
+            kept = self.file.name
+            if self.size > MAX_KEPT_BYTES:
+                kept += f" (its first {MAX_KEPT_BYTES:,} bytes)"
+        text = note(name, self.size, self.cap, kept)
+        out = bytes(self.shortener.out)
+        if len(out) <= OVERFLOW_FACTOR * self.cap and self.shortener.cut:
+            return out.replace(PLACEHOLDER, json.dumps(text)[1:-1].encode())
+        found = _ID.search(self.head)
+        if found is None:
+            print(f"agentcell: dropped an MCP message of {self.size:,} bytes with no id{text}", file=sys.stderr)
+            return b""
+        result = {"content": [{"type": "text", "text": "The answer could not be shortened." + text}], "isError": True}
+        return b'{"jsonrpc":"2.0","id":' + found.group(1) + b',"result":' + json.dumps(result).encode() + b"}"
+
+
+def relay(source: int, sink: IO[bytes], cap: int, keep_dir: str | None, name: str) -> None:
+    """Copy lines from ``source`` to ``sink`` until end of file, shortening those above ``cap`` bytes."""
+    pending = bytearray()  # the start of a line of at most ``cap`` bytes
+    long: LongLine | None = None
+    while chunk := os.read(source, _READ):
+        pos = 0
+        while pos < len(chunk):
+            newline = chunk.find(b"\n", pos)
+            stop = len(chunk) if newline < 0 else newline
+            if long is None and len(pending) + stop - pos > cap:
+                long = LongLine(cap, keep_dir)
+                long.feed(bytes(pending))
+                pending.clear()
+            if long is not None:
+                long.feed(chunk[pos:stop])
+            else:
+                pending += chunk[pos:stop]
+            if newline < 0:
+                break
+            line = long.finish(name) if long is not None else bytes(pending)
+            pending.clear()
+            long = None
+            if line:
+                sink.write(line + b"\n")
+                sink.flush()
+            pos = newline + 1
+    if pending or long is not None:
+        sink.write(long.finish(name) if long is not None else bytes(pending))
+        sink.flush()
+
+
+def main(argv: list[str]) -> int:
+    cap_text, keep_dir, name, separator, *command = argv
+    if separator != "--" or not command:
+        print("usage: mcp_relay.py CAP KEEP_DIR NAME -- COMMAND…", file=sys.stderr)
+        return 2
+    try:
+        server = subprocess.Popen(command, stdout=subprocess.PIPE)  # stdin and stderr: the relay's own
+    except OSError as exc:
+        print(f"cannot start {command[0]!r}: {exc}", file=sys.stderr, flush=True)
+        return 127
+    assert server.stdout is not None
+    try:
+        relay(server.stdout.fileno(), sys.stdout.buffer, int(cap_text), keep_dir or None, name)
+    except BrokenPipeError:  # the kernel closed the connection
+        server.kill()
+    return server.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
