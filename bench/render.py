@@ -100,7 +100,8 @@ def main() -> None:
             wait_cell_done(page, 2, timeout=600_000)
             view = turn(page, 2)
             expect(view.locator(".ac-turn-status")).to_have_text("done: end_turn")
-            shown = view.locator(".ac-message").inner_text().strip()
+            # The reply's own text: a long one also has its "Show more (N words)" button in .ac-message.
+            shown = view.locator(".ac-message").evaluate("el => el.firstElementChild.innerText").strip()
             turn_end: float = page.evaluate("() => performance.now()")
             every: list[list[float]] = page.evaluate("() => window.__longtasks")
             longtasks = [d for start, d in every if turn_start <= start <= turn_end]
