@@ -14,7 +14,7 @@ This module is the public handle only: the turn itself is ``engine/`` (:class:`S
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -34,9 +34,7 @@ from .engine.stats import SessionStats, session_stats
 from .engine.threads import ThreadInfo, thread_infos
 from .engine.turn import TurnSupervisor
 from .engine.updates import apply_update, terminate
-from .engine.workflows import WorkflowRun, check_workflow_plan, start_event, workflow_runs
-from .engine.workflows.result import RUN_EVENT_TYPES
-from .errors import SessionBusyError, SessionTerminatedError, WorkflowPlanError
+from .errors import SessionBusyError, SessionTerminatedError
 from .events import (
     ContentBlock,
     Event,
@@ -44,13 +42,13 @@ from .events import (
     Outcome,
     StreamItem,
     TextRubric,
-    UserToolConfirmation,
 )
 from .records.agent import Agent, materialize
 from .records.common import UNSET, PermissionPreset, Unset
 from .records.session import SessionRecord
-from .records.workflow import WorkflowPlan
-from .tools.approvals import ApprovalAnswer, ApprovalBroker, rules_from_events
+from .session_approvals import ApprovalMethods
+from .session_workflows import WorkflowMethods
+from .tools.approvals import ApprovalBroker, rules_from_events
 from .usage import Budget, Usage
 
 RULE_EVENT_TYPES = ("user.tool_confirmation", "user.permission_revoked")
@@ -72,7 +70,7 @@ _THREAD_EVENT_TYPES = (
 )
 
 
-class Session:
+class Session(WorkflowMethods, ApprovalMethods):
     """A handle on one session. Get it from ``engine.sessions``; one handle per session per engine."""
 
     def __init__(self, engine: Engine, record: SessionRecord) -> None:
@@ -184,11 +182,6 @@ class Session:
         return thread_infos(self.events(types=_THREAD_EVENT_TYPES))
 
     @property
-    def workflow_runs(self) -> list[WorkflowRun]:
-        """The workflow runs of this session, in the order they started, as the log tells them."""
-        return workflow_runs(self._log.events(types=RUN_EVENT_TYPES))
-
-    @property
     def last_turn(self) -> TurnResult | None:
         """The latest turn this handle ran, once it has ended: set however it ended (an interrupt that
         cancelled the caller included), before ``send``/``ask`` return or raise. None before any turn."""
@@ -294,71 +287,6 @@ class Session:
         spec = OutcomeSpec(description, rubric, max_iterations=max_iterations, grader_model=grader_model)
         return await self.ask(spec, on_item=on_item)
 
-    async def run_workflow(
-        self,
-        plan: Mapping[str, Any] | WorkflowPlan,
-        *,
-        inputs: Mapping[str, Any] | None = None,
-        max_concurrency: int | None = None,
-        budget: str | int | Decimal | Budget | None = None,
-        resume: bool = True,
-        cell_id: str | None = None,
-        on_item: Callable[[StreamItem], None] | None = None,
-    ) -> WorkflowRun:
-        """Run a workflow plan as one turn of this session and return the run: its status, each step's
-        status, output and usage, and its output (the last step's). Each step item runs in a session thread.
-
-        The plan is checked whole first (raising WorkflowPlanError, naming the step, before anything is
-        appended); the session's agent must allow workflow runs. ``inputs`` replace the plan's inputs of the
-        same name; ``budget`` is the run's own ceiling on list cost (the session's budget holds too);
-        ``max_concurrency`` caps the step items running at once. With ``resume`` (the default) step items
-        that an earlier run of the session completed with the same resume key are reused, not run again.
-        """
-        if self.status == "terminated":
-            raise SessionTerminatedError(f"session {self.id} was terminated; create a new session")
-        deps = self._deps()
-        start = start_event(
-            self._log, deps, plan, inputs=inputs, max_concurrency=max_concurrency, budget=budget, resume=resume,
-            cell_id=cell_id,
-        )  # fmt: skip
-        async for item in self._turns.stream([start], deps, ()):
-            if on_item is not None:
-                on_item(item)
-        turn = self._turns.last
-        assert turn is not None  # stream() returns only once the turn ended
-        runs = workflow_runs(turn.events)
-        if not runs:
-            errors = "; ".join(e.message for e in turn.errors) or turn.stop_reason.type
-            raise WorkflowPlanError(f"the workflow run did not start: {errors}")
-        return runs[-1]
-
-    def check_workflow(
-        self,
-        plan: Mapping[str, Any] | WorkflowPlan,
-        *,
-        inputs: Mapping[str, Any] | None = None,
-        max_concurrency: int | None = None,
-        budget: str | int | Decimal | Budget | None = None,
-    ) -> None:
-        """Check a plan as :meth:`run_workflow` would, without running it or appending anything: raises
-        WorkflowPlanError naming the step at fault."""
-        check_workflow_plan(self._log, self._deps(), plan, inputs=inputs, max_concurrency=max_concurrency,
-                            budget=budget)  # fmt: skip
-
-    def run_workflow_sync(
-        self,
-        plan: Mapping[str, Any] | WorkflowPlan,
-        *,
-        inputs: Mapping[str, Any] | None = None,
-        max_concurrency: int | None = None,
-        budget: str | int | Decimal | Budget | None = None,
-        resume: bool = True,
-    ) -> WorkflowRun:
-        """:meth:`run_workflow` for scripts without an event loop."""
-        return self._engine.run_sync(
-            self.run_workflow(plan, inputs=inputs, max_concurrency=max_concurrency, budget=budget, resume=resume)
-        )
-
     def interrupt(self, *, thread_id: str | None = None) -> None:
         """Stop the running turn (from any thread); it ends within a second with ``interrupted``. With
         ``thread_id``, stop only that spawned thread (its coordinator goes on)."""
@@ -370,34 +298,6 @@ class Session:
         model was giving its final answer, the turn goes on for one more request to take the guidance in.
         Raises InvalidInputError when no turn is running (send the guidance as a message then)."""
         self._turns.steer(message_blocks(content), thread_id=thread_id)
-
-    # ------------------------------------------------------------------------------------------ approvals
-
-    def _record_confirmation(self, answer: ApprovalAnswer) -> None:
-        # Runs on the turn's loop before the waiting tool goes on, so the log reads
-        # agent.tool_use -> user.tool_confirmation -> agent.tool_result.
-        confirmation = self._log.make(
-            UserToolConfirmation,
-            tool_use_id=answer.tool_use_id,
-            result=answer.result,
-            remember=answer.remember,
-            deny_message=answer.deny_message,
-            keys=list(answer.keys),
-            by_rule=answer.by_rule,
-        )
-        self._log.emit(confirmation)
-
-    def confirm_tool(
-        self,
-        tool_use_id: str,
-        result: Literal["allow", "deny"],
-        *,
-        remember: Literal["once", "always"] = "once",
-        message: str | None = None,
-    ) -> None:
-        """Answer a tool call waiting for approval (from any thread); "always" holds for the rest of the
-        session. Raises InvalidInputError when nothing with that id is waiting."""
-        self.approvals.answer(tool_use_id, result, remember=remember, message=message)
 
     # ------------------------------------------------------------------------------------------ updates
 
