@@ -16,6 +16,7 @@ from typing import Any
 from jupyter_client.blocking.client import BlockingKernelClient
 from jupyter_client.manager import KernelManager, start_new_kernel
 
+from ..kernel.conftest import Execution, execute
 from ..providers.conftest import API_KEY, SSEServer
 from ..widgets.conftest import TURN_MIMETYPE, TurnDriver
 
@@ -55,6 +56,38 @@ def kernel(env: dict[str, str], cwd: Path | None = None) -> Iterator[tuple[Kerne
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+@dataclass
+class MarkdownNotebook:
+    """One kernel a family's cases share, with its turns shown in Markdown (the widget's own families
+    check the widget): the cells it runs, the scripted model it is given, and its log on disk."""
+
+    km: KernelManager
+    kc: BlockingKernelClient
+    root: Path
+    db: str
+    scripts: int = 0
+
+    def cell(self, code: str, timeout: float = 40) -> Execution:
+        return execute(self.kc, code, timeout=timeout)
+
+    def use_script(self, *responses: dict[str, Any]) -> int:
+        """Make the scripted ``responses`` the model of the next turns; returns the script's number."""
+        self.scripts += 1
+        path = self.root / f"script-{self.scripts}.json"
+        path.write_text(json.dumps(list(responses)))
+        assert self.cell(f"%model scripted:{path}", timeout=50).status == "ok"
+        return self.scripts
+
+
+@contextmanager
+def markdown_kernel(root: Path) -> Iterator[tuple[KernelManager, BlockingKernelClient, str]]:
+    """A kernel of its own under ``root``, its renderer set to Markdown; yields its database's path too."""
+    env = kernel_environment(root)
+    with kernel(env, cwd=root) as (km, kc):
+        assert execute(kc, "%config AgentCell.renderer = 'markdown'").status == "ok"
+        yield km, kc, env["AGENTCELL_DB"]
 
 
 def logged_events(db: str | Path) -> list[dict[str, Any]]:

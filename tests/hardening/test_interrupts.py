@@ -9,25 +9,20 @@ next cell runs as usual.
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
-from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import KernelManager
 
 from ..kernel.conftest import execute
-from .kernel_session import kernel, kernel_environment, logged_events
+from .kernel_session import MarkdownNotebook, logged_events, markdown_kernel
 
 pytestmark = pytest.mark.slow
 
 STOP_WITHIN = 2.0
-_cells = itertools.count(1)
 
 
 @dataclass
@@ -39,17 +34,9 @@ class Stopped:
     """The log's rows of the interrupted turn."""
 
 
-@dataclass
-class Notebook:
-    km: KernelManager
-    kc: BlockingKernelClient
-    root: Path
-    db: str
-
+class Notebook(MarkdownNotebook):
     def script(self, *responses: dict[str, Any]) -> None:
-        path = self.root / f"script-{next(_cells)}.json"
-        path.write_text(json.dumps(list(responses)))
-        assert execute(self.kc, f"%model scripted:{path}", timeout=50).status == "ok"
+        self.use_script(*responses)
 
     def interrupt_when(self, code: str, ready: Callable[[dict[str, Any]], bool], *, times: int = 1) -> Stopped:
         """Run ``code``, interrupt once an IOPub message of it satisfies ``ready``; wait for idle."""
@@ -84,10 +71,8 @@ class Notebook:
 @pytest.fixture(scope="module")
 def notebook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Notebook]:
     root = tmp_path_factory.mktemp("interrupts")
-    env = kernel_environment(root)
-    with kernel(env, cwd=root) as (km, kc):
-        nb = Notebook(km, kc, root, env["AGENTCELL_DB"])
-        assert execute(kc, "%config AgentCell.renderer = 'markdown'").status == "ok"
+    with markdown_kernel(root) as (km, kc, db):
+        nb = Notebook(km, kc, root, db)
         nb.goes_on()  # the first turn loads the engine: the cases below time the interrupt, not that
         yield nb
 

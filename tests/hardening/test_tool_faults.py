@@ -8,50 +8,30 @@ reads, the turn goes on to its answer, the cell succeeds, and the kernel stays u
 
 from __future__ import annotations
 
-import itertools
 import json
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import KernelManager
 
-from ..kernel.conftest import Execution, execute
-from .kernel_session import kernel, kernel_environment, logged_events
+from ..kernel.conftest import Execution
+from .kernel_session import MarkdownNotebook, logged_events, markdown_kernel
 
 pytestmark = pytest.mark.slow
 
 MCP_SERVER = Path(__file__).parent.parent / "tools" / "mcp_server.py"
-_turns = itertools.count(1)
 
 
-@dataclass
-class Notebook:
-    km: KernelManager
-    kc: BlockingKernelClient
-    root: Path
-    db: str
-
-    def cell(self, code: str, timeout: float = 40) -> Execution:
-        return execute(self.kc, code, timeout=timeout)
-
+class Notebook(MarkdownNotebook):
     def turn_calling(self, name: str, arguments: dict[str, Any] | None = None) -> tuple[Execution, dict[str, Any]]:
         """A turn whose model calls ``name`` once, then says "still here"; the run and the logged result."""
-        n = next(_turns)
-        script = self.root / f"script-{n}.json"
-        script.write_text(
-            json.dumps(
-                [
-                    {"steps": [{"kind": "tool_call", "name": name, "input": arguments or {}}]},
-                    {"steps": [{"kind": "text", "text": f"still here {n}"}]},
-                ]
-            )
+        n = self.scripts + 1
+        self.use_script(
+            {"steps": [{"kind": "tool_call", "name": name, "input": arguments or {}}]},
+            {"steps": [{"kind": "text", "text": f"still here {n}"}]},
         )
-        assert self.cell(f"%model scripted:{script}").status == "ok"
         run = self.cell(f"Call {name}, turn {n}.")
         results = [e for e in logged_events(self.db) if e["type"] == "agent.tool_result"]
         assert run.status == "ok", run.reply
@@ -66,10 +46,8 @@ class Notebook:
 @pytest.fixture(scope="module")
 def notebook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Notebook]:
     root = tmp_path_factory.mktemp("tool-faults")
-    env = kernel_environment(root)
-    with kernel(env, cwd=root) as (km, kc):
-        nb = Notebook(km, kc, root, env["AGENTCELL_DB"])
-        assert nb.cell("%config AgentCell.renderer = 'markdown'").status == "ok"
+    with markdown_kernel(root) as (km, kc, db):
+        nb = Notebook(km, kc, root, db)
         assert nb.cell("%permissions danger-full-access").status == "ok"  # MCP tools run unasked here
         yield nb
 
