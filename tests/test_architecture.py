@@ -121,3 +121,19 @@ def test_a_first_turn_imports_no_json_schema_library() -> None:
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert loaded.stdout.strip() == "[]"
+
+
+def test_a_scripted_turn_loads_no_http_stack_prices_or_yaml() -> None:
+    """A notebook on the scripted or local model never speaks HTTP: httpx, h11 and genai-prices (~90 ms of a
+    first prose cell) load with the first HTTP provider, and PyYAML with the first skill or workflow plan."""
+    code = (
+        "import sys, tempfile\n"
+        "from agentcell import Engine\n"
+        "engine = Engine(tempfile.mkdtemp() + '/t.db')\n"
+        "session = engine.sessions.create(agent=engine.agents.create(name='a', model='scripted').id)\n"
+        "assert session.send_sync('hello').text\n"
+        "print(sorted(m for m in ('httpx', 'h11', 'genai_prices', 'yaml', 'jsonschema') if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.strip() == "[]"

@@ -57,12 +57,12 @@ if TYPE_CHECKING:
     from .events import Event, FileRubric, Outcome, StreamItem, TextBlock, TextRubric
     from .files import FilesAPI
     from .memory import MemoryStoresAPI
-    from .providers._http import RetryPolicy
     from .providers.anthropic import AnthropicProvider
     from .providers.base import ModelRequest, Provider
     from .providers.defaults import default_model
     from .providers.local import LocalProvider
     from .providers.openai import OpenAIProvider
+    from .providers.retry import RetryPolicy
     from .providers.scripted import (
         ScriptedDelay,
         ScriptedError,
@@ -147,7 +147,7 @@ _LAZY: dict[str, str] = {
     "ProviderStatusError": ".errors",
     "ReplayMissError": ".errors",
     "ResourceMountError": ".errors",
-    "RetryPolicy": ".providers._http",
+    "RetryPolicy": ".providers.retry",
     "SQLiteStore": ".store",
     "ScriptedDelay": ".providers.scripted",
     "ScriptedError": ".providers.scripted",

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ._validation import check_metadata, validated
 from .errors import AgentNotFoundError, AgentVersionNotFoundError, InvalidInputError
 from .ids import new_id
-from .providers.anthropic import is_claude_model
+from .providers._names import is_claude_model
 from .records.agent import MAX_SYSTEM_CHARS, Agent, McpServer, MultiAgent, ToolSpec
 from .records.common import UNSET, Unset, utc_now
 from .records.model import ModelConfig

@@ -43,7 +43,6 @@ from ..events import (
     StopReason,
     UserMessage,
 )
-from ..providers._http import RetryPolicy
 from ..providers.base import (
     Message,
     ModelConfig,
@@ -54,6 +53,7 @@ from ..providers.base import (
     ToolCallPart,
     ToolSchema,
 )
+from ..providers.retry import RetryPolicy
 from ..records.agent import Agent
 from ..tools.base import ToolCall, ToolResult
 from ..usage import Pricing, Usage, price_usage

@@ -31,6 +31,7 @@ from ._anthropic_cache import CachePlan, plan_breakpoints
 from ._anthropic_stream import AnthropicStreamParser
 from ._cache_option import option_of
 from ._http import DEFAULT_TIMEOUT, ErrorContext, HTTPStreamer, RetryPolicy, check_key, clean_key, join_url
+from ._names import is_claude_model
 from ._pricing import genai_pricing
 from .base import (
     ImagePart,
@@ -67,11 +68,6 @@ _OWN_OPTIONS = ("cache", "betas")
 COUNT_MARGIN = 1.03
 """count_tokens is an estimate: the worst case takes 3 % more (and 32 tokens) so the cap fires before the charge."""
 _COUNTED_FIELDS = ("model", "messages", "system", "tools", "tool_choice", "thinking")
-
-
-def is_claude_model(name: str) -> bool:
-    """Bare model names this provider claims."""
-    return name.startswith("claude-")
 
 
 class AnthropicProvider(Provider):

@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ..errors import ConfigurationError
-from .anthropic import AnthropicProvider, is_claude_model
+from ._names import is_claude_model
 from .base import ModelConfig, Provider
-from .local import DEFAULT_N_CTX, LocalProvider
-from .openai import llamacpp_provider, ollama_provider, openai_provider, vllm_provider
 from .registry import ProviderRegistry
-from .scripted import ScriptedProvider
 
 __all__ = [
     "DEFAULT_CLAUDE_MODEL",
@@ -31,11 +28,30 @@ DEFAULT_OPENAI_MODEL = "gpt-5.4-mini"
 LOCAL_MODEL = "local:smollm2"
 
 
+# Each factory imports its provider's module when a model first needs it: the HTTP providers bring httpx,
+# h11 and genai-prices (~90 ms), which a notebook on the scripted or local model never uses.
+
+
 def _anthropic(config: ModelConfig) -> Provider:
+    from .anthropic import AnthropicProvider
+
     return AnthropicProvider(base_url=config.base_url)
 
 
+def _openai_compatible(vendor: str) -> Callable[[ModelConfig], Provider]:
+    def build(config: ModelConfig) -> Provider:
+        from . import openai
+
+        factory: Callable[[ModelConfig], Provider] = getattr(openai, f"{vendor}_provider")
+        return factory(config)
+
+    build.__name__ = f"{vendor}_provider"
+    return build
+
+
 def _scripted(config: ModelConfig) -> Provider:
+    from .scripted import ScriptedProvider
+
     # "scripted" alone echoes; "scripted:/path/to/script.json" plays that file. Nobody reads the requests
     # of a provider made here (a kernel's, a run's): they are not kept.
     if config.id in ("", "scripted"):
@@ -44,6 +60,8 @@ def _scripted(config: ModelConfig) -> Provider:
 
 
 def _local(config: ModelConfig) -> Provider:
+    from .local import DEFAULT_N_CTX, LocalProvider
+
     return LocalProvider(config.id, n_ctx=int(config.extra.get("n_ctx", DEFAULT_N_CTX)))
 
 
@@ -62,10 +80,8 @@ def register_http_providers(registry: ProviderRegistry) -> None:
     """The HTTP part of :func:`register_builtin_providers`: ``anthropic:…`` (and bare ``claude-…``),
     ``openai:…``, ``ollama:…``, ``vllm:…`` and ``llamacpp:…``."""
     registry.register("anthropic", _anthropic, claims=is_claude_model)
-    registry.register("openai", openai_provider)
-    registry.register("ollama", ollama_provider)
-    registry.register("vllm", vllm_provider)
-    registry.register("llamacpp", llamacpp_provider)
+    for vendor in ("openai", "ollama", "vllm", "llamacpp"):
+        registry.register(vendor, _openai_compatible(vendor))
 
 
 def _installed(module: str) -> bool:

@@ -18,8 +18,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from ..records.skill import SKILL_NAME_PATTERN, SkillDiagnostic
 
 __all__ = ["KNOWN_KEYS", "MAX_BODY_LINES", "Frontmatter", "parse_skill_md"]
@@ -107,6 +105,8 @@ def parse_skill_md(text: str, folder_name: str) -> Frontmatter:
 def _load_yaml(block: list[str], parsed: Frontmatter) -> tuple[dict[str, Any] | None, dict[str, int]]:
     """The frontmatter as a mapping, and the line (in SKILL.md) of each top-level key. Values with an
     unquoted ``: `` (YAML refuses them, other clients accept them) are quoted and parsed again."""
+    import yaml  # with the first skill read, not with the engine: PyYAML's import costs ~15-60 ms
+
     text = "\n".join(block)
     try:
         return _mapping(text, parsed)
@@ -130,6 +130,8 @@ def _load_yaml(block: list[str], parsed: Frontmatter) -> tuple[dict[str, Any] | 
 
 
 def _mapping(text: str, parsed: Frontmatter) -> tuple[dict[str, Any] | None, dict[str, int]]:
+    import yaml
+
     node = yaml.compose(text, Loader=yaml.SafeLoader)
     data = yaml.safe_load(text)
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
