@@ -106,6 +106,15 @@ class StdioTransport:
         """Hand ``message`` to the pipe now (what it cannot take yet stays in the transport's buffer)."""
         self._writer.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
 
+    def write_update(self, params: dict[str, Any]) -> bool:
+        """Write a ``session/update`` notification now, unless the pipe is behind or closed (then False:
+        the caller queues it and waits its turn, so updates never overtake one another)."""
+        pipe = self._writer.transport
+        if pipe.is_closing() or pipe.get_write_buffer_size():
+            return False
+        self.write({"jsonrpc": "2.0", "method": "session/update", "params": params})
+        return True
+
     async def send(self, message: dict[str, Any]) -> None:
         self.write(message)
         await self._writer.drain()  # returns at once unless the client stopped reading
@@ -124,7 +133,10 @@ async def serve(agent: Any) -> None:
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(source), sys.stdin)
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, protocol_out)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    stdio = StdioTransport(source, writer)
+    if hasattr(agent, "write_now"):
+        agent.write_now = stdio.write_update
     try:
-        await run_agent(agent, StdioTransport(source, writer), use_unstable_protocol=True)
+        await run_agent(agent, stdio, use_unstable_protocol=True)
     finally:
         await agent.aclose()
