@@ -429,13 +429,14 @@ class AgentCellAcpAgent:
         self, live: _Live, message: list[ContentBlock] | OutcomeSpec, skills: Sequence[str] = ()
     ) -> PromptResponse:
         session, outbox, mapper = live.session, live.outbox, live.mapper
+        put_text, put_all, mapped = outbox.put_text, outbox.put_all, mapper.live
 
-        def on_item(item: StreamItem) -> None:
+        def on_item(item: StreamItem) -> None:  # once per delta: the names are bound once
             text = delta_text(item)
             if text is not None:
-                outbox.put_text("message", item.event_id, text)  # type: ignore[union-attr]
+                put_text("message", item.event_id, text)  # type: ignore[union-attr]
             else:
-                outbox.put_all(mapper.live(item))
+                put_all(mapped(item))
 
         live.prompting = True
         try:
