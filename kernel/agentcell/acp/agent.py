@@ -69,7 +69,7 @@ from .commands import available_commands, parse_command, run_command
 from .config import PERMISSIONS, config_options, model_config, model_options, permission_modes
 from .content import PromptBlock, invalid_params, leading_text, rpc_error, to_blocks
 from .listing import list_page
-from .outbox import Outbox, TextChunk
+from .outbox import Outbox, TextChunk, WriteNow
 from .toolcalls import kind_of, title_of
 from .updates import UpdateMapper, delta_text
 
@@ -158,6 +158,8 @@ class AgentCellAcpAgent:
         self._client: Client | None = None
         self._capabilities = ClientCapabilities()
         self._live: dict[str, _Live] = {}
+        self.write_now: WriteNow | None = None
+        """Set by :func:`~agentcell.acp.wire.serve`: text that finds a session's outbox idle goes out at once."""
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -233,6 +235,9 @@ class AgentCellAcpAgent:
         except AgentCellError as exc:
             raise rpc_error(exc) from None
         live = self._attach(session, workspace)
+        # A new session has no resources: mounting them now is instant, and spares the first prompt the
+        # worker-thread round trip the engine makes to mount them before its first request.
+        session.mount()
         self._announce_commands(live)
         return NewSessionResponse(
             session_id=session.id, config_options=config_options(session), modes=permission_modes(session)
@@ -305,7 +310,7 @@ class AgentCellAcpAgent:
             write=bool(fs and fs.write_text_file),
         )
         mapper = UpdateMapper(workspace, lambda: session.agent.model, files.diffs)
-        live = _Live(session, workspace, mapper, Outbox(self.client, session.id), files)
+        live = _Live(session, workspace, mapper, Outbox(self.client, session.id, self.write_now), files)
         registry = self.engine.tools
         set_policy = getattr(registry, "set_policy", None)
         if set_policy is not None:
@@ -424,13 +429,14 @@ class AgentCellAcpAgent:
         self, live: _Live, message: list[ContentBlock] | OutcomeSpec, skills: Sequence[str] = ()
     ) -> PromptResponse:
         session, outbox, mapper = live.session, live.outbox, live.mapper
+        put_text, put_all, mapped = outbox.put_text, outbox.put_all, mapper.live
 
-        def on_item(item: StreamItem) -> None:
+        def on_item(item: StreamItem) -> None:  # once per delta: the names are bound once
             text = delta_text(item)
             if text is not None:
-                outbox.put_text("message", item.event_id, text)  # type: ignore[union-attr]
+                put_text("message", item.event_id, text)  # type: ignore[union-attr]
             else:
-                outbox.put_all(mapper.live(item))
+                put_all(mapped(item))
 
         live.prompting = True
         try:

@@ -5,6 +5,10 @@ text goes out at once, then at most every :data:`TEXT_INTERVAL` (at once again w
 the outbox to flush: the end of a turn, a question to the user); the chunks of the same message that
 queued up meanwhile go out joined. So a reply of 20,000 deltas costs the editor a few hundred notifications rather than
 20,000 (each one is parsed, validated and dispatched on its side), and nobody can see a 10 ms wait.
+
+Text that finds the outbox idle (nothing queued, nothing on the wire, the interval past) is written at
+once by whoever puts it, through ``write_now`` when the transport gives one: the first text of a reply
+reaches the pipe before the turn goes on, without waiting for the outbox's task to be scheduled.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from typing import Literal, NamedTuple, Protocol, TypeAlias
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
 
 from acp.schema import (
     AgentMessageChunk,
@@ -29,7 +34,7 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-__all__ = ["MessageEnd", "Outbox", "TextChunk", "Update", "UpdateClient"]
+__all__ = ["MessageEnd", "Outbox", "TextChunk", "Update", "UpdateClient", "WriteNow"]
 
 log = logging.getLogger(__name__)
 
@@ -79,17 +84,39 @@ class UpdateClient(Protocol):
     async def session_update(self, session_id: str, update: Update) -> None: ...
 
 
+WriteNow: TypeAlias = Callable[[dict[str, Any]], bool]
+"""Write the params of a ``session/update`` notification to the client now; False when it cannot (the
+pipe is behind or closed), and the update then goes the queued way."""
+
+
+def text_params(
+    session_id: str, kind: Literal["message", "thought"], message_id: str | None, text: str
+) -> dict[str, Any]:
+    """The ``session/update`` params of a text chunk, as the SDK's models dump them (no model built)."""
+    update: dict[str, Any] = {
+        "sessionUpdate": "agent_thought_chunk" if kind == "thought" else "agent_message_chunk",
+        "content": {"type": "text", "text": text},
+    }
+    if message_id is not None:
+        update["messageId"] = message_id
+    return {"sessionId": session_id, "update": update}
+
+
 class Outbox:
-    def __init__(self, client: UpdateClient, session_id: str) -> None:
+    def __init__(self, client: UpdateClient, session_id: str, write_now: WriteNow | None = None) -> None:
         self._client = client
         self._session_id = session_id
+        self._write_now = write_now
+        self._loop = asyncio.get_running_loop()
+        self._last_text: tuple[float, str | None] = (-TEXT_INTERVAL, None)
+        """When the latest text went out, and of which message."""
         self._items: deque[Update | _Text] = deque()
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
         self._hurry = asyncio.Event()
         self._broken = False
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"agentcell-acp-outbox-{session_id}")
+        self._task = self._loop.create_task(self._run(), name=f"agentcell-acp-outbox-{session_id}")
 
     def put(self, item: Update | TextChunk | MessageEnd) -> None:
         if isinstance(item, MessageEnd):
@@ -115,9 +142,24 @@ class Outbox:
                 return
         if self._broken:
             return
+        if not items and self._sent_now(kind, message_id, text):
+            return
         items.append(_Text(kind, message_id, text))
         self._idle.clear()
         self._wake.set()
+
+    def _sent_now(self, kind: Literal["message", "thought"], message_id: str | None, text: str) -> bool:
+        """Write the text at once if nothing is on the wire and its message is not within the interval."""
+        if self._write_now is None or not self._idle.is_set():
+            return False
+        now = self._loop.time()
+        last_time, last_message = self._last_text
+        if last_message == message_id and now - last_time < TEXT_INTERVAL:
+            return False
+        if not self._write_now(text_params(self._session_id, kind, message_id, text)):
+            return False
+        self._last_text = (now, message_id)
+        return True
 
     def put_all(self, items: list[Update | TextChunk | MessageEnd]) -> None:
         for item in items:
@@ -144,18 +186,17 @@ class Outbox:
         return AgentMessageChunk(session_update="agent_message_chunk", content=content, message_id=item.message_id)
 
     async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        last_text: tuple[float, str | None] = (-TEXT_INTERVAL, None)
+        loop = self._loop
         while True:
             await self._wake.wait()
             self._wake.clear()
             while self._items:
                 head = self._items[0]
-                if isinstance(head, _Text) and head.message_id == last_text[1]:
-                    await self._pause(last_text[0] + TEXT_INTERVAL - loop.time())
+                if isinstance(head, _Text) and head.message_id == self._last_text[1]:
+                    await self._pause(self._last_text[0] + TEXT_INTERVAL - loop.time())
                 update = self._next()
                 if isinstance(head, _Text):
-                    last_text = (loop.time(), head.message_id)
+                    self._last_text = (loop.time(), head.message_id)
                 try:
                     await self._client.session_update(session_id=self._session_id, update=update)
                 except Exception as exc:  # the client went away: the turn goes on, its events are stored

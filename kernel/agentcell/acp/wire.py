@@ -5,6 +5,13 @@ The process keeps the real stdout for the protocol and points file descriptor 1 
 checked before the SDK sees it: one that is not JSON gets a parse error (-32700), one that is not a
 JSON-RPC message an invalid-request error (-32600), and the process goes on. The SDK answers unknown
 methods (-32601) and malformed params (-32602) itself.
+
+The SDK's own stdio path reads each line through a second stream and parses it twice (here, to check it,
+and there), and queues every outgoing message for a writer task that writes it one scheduling round
+later. :class:`StdioTransport` is the SDK's message-level ``Transport`` instead: a line is parsed once,
+and a message is written to the pipe the moment it is sent (the transport buffers what the pipe does not
+take; ``drain`` waits only when that buffer is full), so neither a prompt nor its first text waits for a
+task switch on its way.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from typing import Any
 
 from acp import run_agent
 
-__all__ = ["LIMIT", "check_line", "serve"]
+__all__ = ["LIMIT", "StdioTransport", "check_line", "parse_line", "serve"]
 
 log = logging.getLogger(__name__)
 
@@ -30,28 +37,35 @@ def _error(request_id: object, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
-def check_line(line: bytes) -> dict[str, Any] | None:
-    """The error response a line deserves, or None when it is a JSON-RPC message to pass on."""
+def parse_line(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """The JSON-RPC message on ``line``, or the error response it deserves (one of the two is None)."""
     try:
         message = json.loads(line)
     except ValueError as exc:
-        return _error(None, -32700, f"Parse error: the line is not JSON ({exc}); send one JSON-RPC message per line")
+        return None, _error(
+            None, -32700, f"Parse error: the line is not JSON ({exc}); send one JSON-RPC message per line"
+        )
     if not isinstance(message, dict):
-        return _error(None, -32600, "Invalid request: a JSON-RPC message is a JSON object")
+        return None, _error(None, -32600, "Invalid request: a JSON-RPC message is a JSON object")
     request_id = message.get("id")
     if request_id is not None and (isinstance(request_id, bool) or not isinstance(request_id, int | str)):
-        return _error(None, -32600, "Invalid request: an id is a number or a string")
+        return None, _error(None, -32600, "Invalid request: an id is a number or a string")
     method = message.get("method")
     if method is None:
         if "id" in message and ("result" in message or "error" in message):
-            return None  # the client's answer to one of our requests
-        return _error(request_id, -32600, "Invalid request: a request needs a method")
+            return message, None  # the client's answer to one of our requests
+        return None, _error(request_id, -32600, "Invalid request: a request needs a method")
     if not isinstance(method, str):
-        return _error(request_id, -32600, "Invalid request: the method is a string")
+        return None, _error(request_id, -32600, "Invalid request: the method is a string")
     params = message.get("params")
     if params is not None and not isinstance(params, dict):
-        return _error(request_id, -32602, f"Invalid params: the params of {method} are an object")
-    return None
+        return None, _error(request_id, -32602, f"Invalid params: the params of {method} are an object")
+    return message, None
+
+
+def check_line(line: bytes) -> dict[str, Any] | None:
+    """The error response a line deserves, or None when it is a JSON-RPC message to pass on."""
+    return parse_line(line)[1]
 
 
 async def _read_line(source: asyncio.StreamReader) -> bytes:
@@ -67,22 +81,46 @@ async def _read_line(source: asyncio.StreamReader) -> bytes:
         return b"".join(chunks)
 
 
-async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    try:
+class StdioTransport:
+    """JSON-RPC messages on the client's pipes, for the SDK's ``Connection``: bad lines answered here."""
+
+    def __init__(self, source: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._source = source
+        self._writer = writer
+
+    async def receive(self) -> dict[str, Any] | None:
         while True:
-            line = await _read_line(source)
+            line = await _read_line(self._source)
             if not line:
-                return
+                return None
             if not line.strip():
                 continue
-            problem = check_line(line)
-            if problem is None:
-                sink.feed_data(line if line.endswith(b"\n") else line + b"\n")
-            else:
-                log.warning("answered a bad message: %s", problem["error"]["message"])
-                writer.write((json.dumps(problem) + "\n").encode())
-    finally:
-        sink.feed_eof()
+            message, problem = parse_line(line)
+            if message is not None:
+                return message
+            assert problem is not None
+            log.warning("answered a bad message: %s", problem["error"]["message"])
+            self.write(problem)
+
+    def write(self, message: dict[str, Any]) -> None:
+        """Hand ``message`` to the pipe now (what it cannot take yet stays in the transport's buffer)."""
+        self._writer.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
+
+    def write_update(self, params: dict[str, Any]) -> bool:
+        """Write a ``session/update`` notification now, unless the pipe is behind or closed (then False:
+        the caller queues it and waits its turn, so updates never overtake one another)."""
+        pipe = self._writer.transport
+        if pipe.is_closing() or pipe.get_write_buffer_size():
+            return False
+        self.write({"jsonrpc": "2.0", "method": "session/update", "params": params})
+        return True
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.write(message)
+        await self._writer.drain()  # returns at once unless the client stopped reading
+
+    async def close(self) -> None:
+        """Nothing to release: the pipes are the process's own and close with it."""
 
 
 async def serve(agent: Any) -> None:
@@ -95,10 +133,10 @@ async def serve(agent: Any) -> None:
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(source), sys.stdin)
     transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, protocol_out)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    sink = asyncio.StreamReader(limit=LIMIT)
-    pump = loop.create_task(_pump(source, sink, writer))
+    stdio = StdioTransport(source, writer)
+    if hasattr(agent, "write_now"):
+        agent.write_now = stdio.write_update
     try:
-        await run_agent(agent, writer, sink, use_unstable_protocol=True)
+        await run_agent(agent, stdio, use_unstable_protocol=True)
     finally:
-        pump.cancel()
         await agent.aclose()

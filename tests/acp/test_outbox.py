@@ -1,0 +1,97 @@
+"""The outbox's direct path: text that finds it idle is written by the caller itself, before any task runs;
+what follows within the interval queues and goes out joined, in order, and a pipe that is behind makes the
+text take the queued way. Every update still validates against the SDK's models."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from acp.schema import AgentMessageChunk, SessionNotification, ToolCallStart
+from acp.utils import serialize_params
+
+from agentcell.acp.outbox import TEXT_INTERVAL, Outbox, text_params
+
+
+class Pipe:
+    """Both ways to the client: ``write_now`` (the transport's direct write) and the SDK's client call."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+        self.behind = False
+
+    def write_now(self, params: dict[str, Any]) -> bool:
+        if self.behind:
+            return False
+        self.sent.append(("now", json.loads(json.dumps(params))))
+        return True
+
+    async def session_update(self, session_id: str, update: Any) -> None:
+        params = serialize_params(SessionNotification(session_id=session_id, update=update))
+        self.sent.append(("queued", params))
+
+    def texts(self) -> list[tuple[str, str]]:
+        return [(way, p["update"]["content"]["text"]) for way, p in self.sent if "content" in p["update"]]
+
+
+def test_text_params_are_what_the_sdk_dumps() -> None:
+    for message_id in ("msg_1", None):
+        made = AgentMessageChunk(
+            session_update="agent_message_chunk",
+            content={"type": "text", "text": "hé \n"},
+            message_id=message_id,
+        )
+        expected = serialize_params(SessionNotification(session_id="sesn_1", update=made))
+        assert text_params("sesn_1", "message", message_id, "hé \n") == expected
+        SessionNotification.model_validate(text_params("sesn_1", "thought", message_id, "x"))
+
+
+async def test_the_first_text_is_written_before_the_caller_yields() -> None:
+    pipe = Pipe()
+    outbox = Outbox(pipe, "sesn_1", pipe.write_now)
+    outbox.put_text("message", "msg_1", "a")
+    assert pipe.texts() == [("now", "a")]  # no await in between: no task had a chance to run
+    outbox.put_text("message", "msg_1", "b")
+    outbox.put_text("message", "msg_1", "c")
+    assert pipe.texts() == [("now", "a")]  # within the interval: queued
+    await outbox.flush()
+    assert pipe.texts() == [("now", "a"), ("queued", "bc")]
+    await outbox.close()
+
+
+async def test_queued_updates_keep_their_turn() -> None:
+    pipe = Pipe()
+    outbox = Outbox(pipe, "sesn_1", pipe.write_now)
+    outbox.put(
+        ToolCallStart(
+            session_update="tool_call", tool_call_id="toolu_1", title="Read a.py", kind="read", status="pending"
+        )
+    )
+    outbox.put_text("message", "msg_2", "after the call")  # not written ahead of the queued tool call
+    await outbox.flush()
+    assert [p["update"]["sessionUpdate"] for _, p in pipe.sent] == ["tool_call", "agent_message_chunk"]
+    assert all(way == "queued" for way, _ in pipe.sent)
+    await outbox.close()
+
+
+async def test_a_new_message_and_a_quiet_interval_go_out_at_once() -> None:
+    pipe = Pipe()
+    outbox = Outbox(pipe, "sesn_1", pipe.write_now)
+    outbox.put_text("message", "msg_1", "one")
+    outbox.put_text("thought", "msg_2", "two")  # another message: not held back by the first one's interval
+    await asyncio.sleep(TEXT_INTERVAL * 1.5)
+    outbox.put_text("thought", "msg_2", "three")  # the interval is past and nothing is queued
+    assert pipe.texts() == [("now", "one"), ("now", "two"), ("now", "three")]
+    await outbox.close()
+
+
+async def test_a_pipe_that_is_behind_sends_the_text_the_queued_way() -> None:
+    pipe = Pipe()
+    pipe.behind = True
+    outbox = Outbox(pipe, "sesn_1", pipe.write_now)
+    outbox.put_text("message", "msg_1", "a")
+    assert pipe.sent == []
+    await outbox.flush()
+    assert pipe.texts() == [("queued", "a")]
+    await outbox.close()
