@@ -71,11 +71,14 @@ class WorkflowMethods:
             self._log, deps, plan, inputs=inputs, max_concurrency=max_concurrency, budget=budget, resume=resume,
             cell_id=cell_id,
         )  # fmt: skip
-        async for item in self._turns.stream([start], deps, ()):
-            if on_item is not None:
+        if on_item is None:  # the kernel's renderer listens to the session itself
+            turn = await self._turns.run([start], deps)
+        else:
+            async for item in self._turns.stream([start], deps, ()):
                 on_item(item)
-        turn = self._turns.last
-        assert turn is not None  # stream() returns only once the turn ended
+            last = self._turns.last
+            assert last is not None  # stream() returns only once the turn ended
+            turn = last
         runs = workflow_runs(turn.events)
         if not runs:
             errors = "; ".join(e.message for e in turn.errors) or turn.stop_reason.type
