@@ -286,7 +286,8 @@ class TurnSupervisor:
         log = self.log
         try:
             if not self._mounted:
-                await asyncio.to_thread(mount_resources, log.record.resources, deps.workspace, deps.files)
+                if log.record.resources:  # nothing to mount: no hop to a worker thread and back
+                    await asyncio.to_thread(mount_resources, log.record.resources, deps.workspace, deps.files)
                 self._mounted = True
             await pin_repository_skills(log, deps)  # a mounted repository's skills join the session's
         except ResourceMountError as exc:
