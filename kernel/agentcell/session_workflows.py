@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
-from .engine.workflows import WorkflowRun, check_workflow_plan, start_event, workflow_runs
+from .engine.workflows import WorkflowRun, check_workflow_plan, ended_run, start_event, workflow_runs
 from .engine.workflows.result import RUN_EVENT_TYPES
 from .errors import SessionTerminatedError, WorkflowPlanError
 from .events import StreamItem
@@ -79,6 +79,8 @@ class WorkflowMethods:
             last = self._turns.last
             assert last is not None  # stream() returns only once the turn ended
             turn = last
+        if (run := ended_run(start)) is not None:  # as the runner folded it from its own events
+            return run
         runs = workflow_runs(turn.events)
         if not runs:
             errors = "; ".join(e.message for e in turn.errors) or turn.stop_reason.type

@@ -111,3 +111,22 @@ def test_batched_events_are_stored_before_they_are_shown_and_reads_inside_see_th
     assert shown == [(first.id, True), (second.id, True)]
     assert [e.id for e in session.events()][-2:] == [first.id, second.id]
     engine.close()
+
+
+async def test_the_run_returned_is_the_run_the_log_holds_with_a_secret_redacted(
+    db_path: Path, workspace: Path, monkeypatch: Any
+) -> None:
+    """run_workflow returns the run as its runner folded it (not folded again from the whole turn): it must
+    be the run the log tells, down to a secret in the plan or printed by a step's agent, which neither holds."""
+    secret = "sk-wf-journal-0123456789"
+    monkeypatch.setenv("WF_JOURNAL_TEST_API_KEY", secret)
+    script = by_system(drafter=lambda _: say(f"D {secret}"), critic=lambda _: say("ok"), reviser=lambda _: say("R"))
+    engine, _, session, agents = workflow_engine(db_path, workspace, script)
+    plan = review_plan(agents, topic=f"tides {secret}")
+    plan["steps"] = plan["steps"][:1]  # the draft alone: its output is the run's
+    run = await session.run_workflow(plan)
+    assert run.status == "completed"
+    assert run.output == "D [redacted]" and run.plan["inputs"] == {"topic": "tides [redacted]"}
+    assert secret not in repr(run)
+    assert run == session.workflow_runs[-1]
+    engine.close()

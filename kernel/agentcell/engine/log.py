@@ -167,25 +167,27 @@ class SessionLog:
         if event.type == "session.status_idle":
             self._streams.clear()  # previews of a failed attempt never end with an event of their own
 
-    def emit(self, item: StreamItem) -> None:
+    def emit(self, item: StreamItem) -> StreamItem | None:
         """Append a buffered event durably (previews are not stored), then show it to every listener. No
         secret of the process reaches either: it is replaced by ``[redacted]`` first. Inside
-        :meth:`batched`, both wait for the end of the block."""
+        :meth:`batched`, both wait for the end of the block. Returns the item as stored and shown (``item``
+        itself unless a secret was scrubbed from it; None for a preview held back)."""
         if self._secrets:
             scrubbed = self._scrubbed(item)
             if scrubbed is None:
-                return
+                return None
             item = scrubbed
             if not is_preview(item):
                 self._flush_stream(cast(Event, item))
         if self._batch is not None:
             self._batch.append(item)
-            return
+            return item
         if not is_preview(item):
             event = cast(Event, item)
             self.store.append(event)
             self._applied(event)
         self.notify(item)
+        return item
 
     def _applied(self, event: Event) -> None:
         self._last_known = event.id

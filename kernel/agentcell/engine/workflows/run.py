@@ -126,8 +126,8 @@ class WorkflowRunner:
         return self._stop is not None
 
     def _emit(self, event: Any) -> None:
-        self.log.emit(event)
-        self._events.append(event)
+        # The run folds from its events as stored (a secret scrubbed), as a reader of the log would.
+        self._events.append(self.log.emit(event) or event)
 
     async def _run(self) -> WorkflowRun:
         log, plan = self.log, self.plan
