@@ -38,6 +38,31 @@ def test_item_keys_are_those_of_item_key_and_do_not_change_across_versions(db_pa
     engine.close()
 
 
+def test_item_keys_tell_apart_inline_agents_that_differ_in_one_field(db_path: Path, workspace: Path) -> None:
+    """ItemKeys serializes an agent's part once per agent: inline agents that share a model but differ in
+    name, system or description each keep a part of their own (the same keys as item_key's)."""
+    engine, _, session, _ = workflow_engine(db_path, workspace, _script())
+    log, deps = session._log, session._deps()
+    agents = [{"name": "a", "system": "s"}, {"name": "a", "system": "t"}, {"name": "b", "system": "s"},
+              {"name": "a", "system": "s", "description": "d"}, {"name": "a", "system": "s", "model": "scripted"},
+              {"name": "a", "system": "s"}]  # fmt: skip
+    plan = {
+        "name": "p",
+        "steps": [{"id": f"s{i}", "agent": {"inline": a}, "prompt": "same"} for i, a in enumerate(agents)],
+    }
+    checked = check_plan(
+        plan, settings=log.record.multiagent, session_agent=log.agent, resolve_model=deps.resolve_model
+    )
+    keys = ItemKeys()
+    parts = set()
+    for step in checked.steps:
+        assert keys.key(step, "same", None, None) == item_key(step, "same", None, None)
+        parts.add(keys._of(step)[0])
+    # The last agent is the first one again, and so is the fifth: its model is the session agent's, named.
+    assert len(parts) == 4
+    engine.close()
+
+
 class _CountingStore:
     """The engine's store, recording which events each write carried (one list per transaction)."""
 

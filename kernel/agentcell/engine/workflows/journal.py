@@ -20,7 +20,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from ...events import Event
-from ...records.agent import Agent
 from ...records.workflow_events import WorkflowRunStepCompleted
 from .validate import CheckedStep
 
@@ -78,15 +77,23 @@ class ItemKeys:
 
     def __init__(self) -> None:
         self._static: dict[str, tuple[str, str, str]] = {}
-        self._agents: dict[int, tuple[Agent, bool, str]] = {}
-        """By the id of the agent object: the object (kept alive, so its id is not reused), whether it is
-        inline, and its part of the key."""
+        self._agents: dict[tuple[Any, ...], tuple[object, str]] = {}
+        """An agent's part of the key, by what decides it: a saved agent's id and version; an inline agent's
+        name, description, system prompt and model object (each inline step has an agent object of its own,
+        most share the session agent's model). With the object the key holds by identity, kept alive so
+        that its id is not reused."""
 
     def _who_text(self, step: CheckedStep) -> str:
-        known = self._agents.get(id(step.agent))
-        if known is None or known[0] is not step.agent or known[1] != step.inline:
-            known = self._agents[id(step.agent)] = (step.agent, step.inline, _canonical(_who(step)))
-        return known[2]
+        agent = step.agent
+        if step.inline:
+            held: object = agent.model
+            what: tuple[Any, ...] = ("inline", agent.name, agent.description, agent.system, id(held))
+        else:
+            held, what = None, ("saved", agent.id, agent.version)
+        known = self._agents.get(what)
+        if known is None or known[0] is not held:
+            known = self._agents[what] = (held, _canonical(_who(step)))
+        return known[1]
 
     def _of(self, step: CheckedStep) -> tuple[str, str, str]:
         static = self._static.get(step.id)
