@@ -3,6 +3,7 @@ transactions of its thread's opening and closing (issue 20's scheduling bench)."
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,45 @@ async def test_an_items_start_and_end_are_stored_with_its_threads_opening_and_cl
     engine.close()
 
 
+async def test_in_a_chain_a_steps_closing_is_stored_with_the_next_steps_opening(db_path: Path, workspace: Path) -> None:
+    """The next step of a chain starts in the task the last one ended in, before anything is awaited: the
+    closing of one thread (with its item's completion) and the opening of the next (with its item's start)
+    are one transaction. Every event is still stored once, in order, and shown only once stored."""
+    engine, _, session, _ = workflow_engine(db_path, workspace, by_system(noop=lambda _: say("ok")))
+    log = session._log
+    counting = _CountingStore(log.store)
+    log.store = counting  # type: ignore[assignment]
+    shown_unstored: list[str] = []
+
+    def listener(item: ev.StreamItem) -> None:
+        if not ev.is_preview(item) and not any(item.id in ids for ids in counting.writes):  # type: ignore[union-attr]
+            shown_unstored.append(item.id)  # type: ignore[union-attr]
+
+    log.subscribe(listener)
+    agent = {"inline": {"name": "noop", "system": "noop: you answer"}}
+    steps = [{"id": f"s{i}", "agent": agent, "prompt": f"step {i}", **({"depends_on": [f"s{i - 1}"]} if i else {})}
+             for i in range(3)]  # fmt: skip
+    run = await session.run_workflow({"name": "chain", "steps": steps})
+    assert run.status == "completed" and run.ran == 3
+
+    events = session.events()
+    stored = [event_id for ids in counting.writes for event_id in ids]
+    assert stored == [e.id for e in events]  # each once, in the log's order
+    assert shown_unstored == []
+    write_of = {event_id: index for index, ids in enumerate(counting.writes) for event_id in ids}
+    first = {
+        (e.type, e.step_id): e.id
+        for e in events
+        if isinstance(e, wf.WorkflowRunStepStarted | wf.WorkflowRunStepCompleted)
+    }
+    for before, after in (("s0", "s1"), ("s1", "s2")):
+        assert (
+            write_of[first["workflow_run.step_completed", before]]
+            == write_of[first["workflow_run.step_started", after]]
+        )
+    engine.close()
+
+
 def test_batched_events_are_stored_before_they_are_shown_and_reads_inside_see_them(
     db_path: Path, workspace: Path
 ) -> None:
@@ -154,4 +194,26 @@ async def test_the_run_returned_is_the_run_the_log_holds_with_a_secret_redacted(
     assert run.output == "D [redacted]" and run.plan["inputs"] == {"topic": "tides [redacted]"}
     assert secret not in repr(run)
     assert run == session.workflow_runs[-1]
+    engine.close()
+
+
+async def test_a_held_block_is_stored_before_what_comes_after_it_and_by_the_loops_next_turn(
+    db_path: Path, workspace: Path
+) -> None:
+    engine, _, session, _ = workflow_engine(db_path, workspace, _script())
+    log = session._log
+    with log.batched(hold=True):
+        held = log.make(ev.SessionStatusRunning)
+        log.emit(held)
+    last = log.store.last_event(log.id, None)
+    assert last is None or last.id != held.id  # held for the next block
+    after = log.make(ev.SessionStatusRunning)
+    log.emit(after)  # an emit outside a block stores (and shows) what was held first
+    assert [e.id for e in session.events()][-2:] == [held.id, after.id]
+    with log.batched(hold=True):
+        left = log.make(ev.SessionStatusRunning)
+        log.emit(left)
+    await asyncio.sleep(0)  # no block followed: the loop's next turn stores it
+    last = log.store.last_event(log.id, None)
+    assert last is not None and last.id == left.id
     engine.close()
