@@ -212,9 +212,9 @@ class SessionLog:
 
         ``hold``: the block's events wait for the next block to store them in its transaction, when that
         block begins before this task waits on anything (a workflow step's closing, then the opening of the
-        step that follows it in a chain: one commit for both). They are stored and shown no later than the
-        next emit outside a block, the next read, or the loop's next turn, whichever comes first, so nothing
-        emitted after them is stored or shown before them."""
+        step that follows it in a chain, or the next item let in by the slot it frees: one commit for both).
+        They are stored and shown no later than the next emit outside a block, the next read, or the loop's
+        turn after next, whichever comes first, so nothing emitted after them is stored or shown before them."""
         if self._batch is not None:
             yield
             return
@@ -237,7 +237,10 @@ class SessionLog:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return False  # no loop to store them on its next turn: stored now
-        loop.call_soon(self._flush)
+        # Two turns: a task that a slot freed by this block's task wakes on the next turn may begin its block
+        # first and take these into its transaction (what another task emits or reads before it stores them
+        # first, in order).
+        loop.call_soon(loop.call_soon, self._flush)
         return True
 
     def _flush(self) -> None:

@@ -317,13 +317,14 @@ class WorkflowRunner:
             ended: list[_ItemDone] = []
             thread = StepThread(log, self.deps, step, thread_id, parent_id=self.parent_id, tool_use_id=self.tool_use_id)
             # The item's start and end are stored with the thread's opening and closing events (one
-            # transaction each), not one commit apiece; a closing after which a dependent may start at once
-            # (the next step of a chain, in this task) is stored in the transaction of that step's opening.
+            # transaction each), not one commit apiece; a closing after which other work starts at once (the
+            # next step of a chain in this task, or an item waiting for the slot this one frees) is stored in
+            # the transaction of that work's opening.
             await thread.run(
                 task,
                 before=lambda: self._emit(started),
                 after=lambda result: ended.append(self._item_ended(item, where, thread_id, key, result)),
-                hold_close=bool(self._dependents.get(step.id)),
+                hold_close=bool(self._dependents.get(step.id)) or self._slots.locked(),
             )
         return ended[0]
 
