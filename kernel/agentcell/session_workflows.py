@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
-from .engine.workflows import WorkflowRun, check_workflow_plan, start_event, workflow_runs
+from .engine.workflows import WorkflowRun, check_workflow_plan, ended_run, start_event, workflow_runs
 from .engine.workflows.result import RUN_EVENT_TYPES
 from .errors import SessionTerminatedError, WorkflowPlanError
 from .events import StreamItem
@@ -71,11 +71,16 @@ class WorkflowMethods:
             self._log, deps, plan, inputs=inputs, max_concurrency=max_concurrency, budget=budget, resume=resume,
             cell_id=cell_id,
         )  # fmt: skip
-        async for item in self._turns.stream([start], deps, ()):
-            if on_item is not None:
+        if on_item is None:  # the kernel's renderer listens to the session itself
+            turn = await self._turns.run([start], deps)
+        else:
+            async for item in self._turns.stream([start], deps, ()):
                 on_item(item)
-        turn = self._turns.last
-        assert turn is not None  # stream() returns only once the turn ended
+            last = self._turns.last
+            assert last is not None  # stream() returns only once the turn ended
+            turn = last
+        if (run := ended_run(start)) is not None:  # as the runner folded it from its own events
+            return run
         runs = workflow_runs(turn.events)
         if not runs:
             errors = "; ".join(e.message for e in turn.errors) or turn.stop_reason.type

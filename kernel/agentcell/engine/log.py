@@ -84,6 +84,8 @@ class SessionLog:
         """Whether the prompt cache keeps missing, across the session's turns (``cache_watch``)."""
         self._batch: list[StreamItem] | None = None
         """Items emitted inside :meth:`batched`, not yet stored nor shown."""
+        self._held: list[StreamItem] = []
+        """Items a block ended with ``hold`` kept for the next block's transaction (see :meth:`batched`)."""
 
     # ------------------------------------------------------------------------------------------ the session
 
@@ -167,25 +169,29 @@ class SessionLog:
         if event.type == "session.status_idle":
             self._streams.clear()  # previews of a failed attempt never end with an event of their own
 
-    def emit(self, item: StreamItem) -> None:
+    def emit(self, item: StreamItem) -> StreamItem | None:
         """Append a buffered event durably (previews are not stored), then show it to every listener. No
         secret of the process reaches either: it is replaced by ``[redacted]`` first. Inside
-        :meth:`batched`, both wait for the end of the block."""
+        :meth:`batched`, both wait for the end of the block. Returns the item as stored and shown (``item``
+        itself unless a secret was scrubbed from it; None for a preview held back)."""
+        if self._held and self._batch is None:
+            self._flush()  # what a block held goes first
         if self._secrets:
             scrubbed = self._scrubbed(item)
             if scrubbed is None:
-                return
+                return None
             item = scrubbed
             if not is_preview(item):
                 self._flush_stream(cast(Event, item))
         if self._batch is not None:
             self._batch.append(item)
-            return
+            return item
         if not is_preview(item):
             event = cast(Event, item)
             self.store.append(event)
             self._applied(event)
         self.notify(item)
+        return item
 
     def _applied(self, event: Event) -> None:
         self._last_known = event.id
@@ -194,7 +200,7 @@ class SessionLog:
             history.apply(event)
 
     @contextlib.contextmanager
-    def batched(self) -> Iterator[None]:
+    def batched(self, *, hold: bool = False) -> Iterator[None]:
         """Store the events emitted inside the block in one transaction at its end, then show them in order.
 
         For a run of events emitted one after another with nothing awaited between them (a step thread's
@@ -202,25 +208,54 @@ class SessionLog:
         anything waits on a model or a tool, so a crash keeps all of them or none (one by one, it could
         keep the first few), and the store commits once instead of once each. Stored before shown holds as
         for :meth:`emit`. Nested blocks join the outermost; a read of the log inside a block
-        (:meth:`events`, :meth:`last_event`, :meth:`history`) stores what was emitted so far first."""
+        (:meth:`events`, :meth:`last_event`, :meth:`history`) stores what was emitted so far first.
+
+        ``hold``: the block's events wait for the next block to store them in its transaction, when that
+        block begins before this task waits on anything (a workflow step's closing, then the opening of the
+        step that follows it in a chain, or the next item let in by the slot it frees: one commit for both).
+        They are stored and shown no later than the next emit outside a block, the next read, or the loop's
+        turn after next, whichever comes first, so nothing emitted after them is stored or shown before them."""
         if self._batch is not None:
             yield
             return
-        self._batch = []
+        self._batch, self._held = self._held, []
+        completed = False
         try:
             yield
+            completed = True
         finally:
             try:
-                self._flush()
+                if hold and completed and self._batch and self._hold_until_next_turn():
+                    self._held, self._batch = self._batch, None
+                else:
+                    self._flush()
             finally:
                 self._batch = None
 
+    def _hold_until_next_turn(self) -> bool:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return False  # no loop to store them on its next turn: stored now
+        # Two turns: a task that a slot freed by this block's task wakes on the next turn may begin its block
+        # first and take these into its transaction (what another task emits or reads before it stores them
+        # first, in order).
+        loop.call_soon(loop.call_soon, self._flush)
+        return True
+
     def _flush(self) -> None:
-        """Store and show what :meth:`batched` held back so far (the block goes on collecting)."""
+        """Store and show what :meth:`batched` held back so far (the block goes on collecting), and what a
+        block that ended with ``hold`` left."""
+        if self._held:  # only outside a block: a block begins by taking them
+            held, self._held = self._held, []
+            self._store_and_show(held)
         items = self._batch
         if not items:
             return
         self._batch = []
+        self._store_and_show(items)
+
+    def _store_and_show(self, items: list[StreamItem]) -> None:
         events = [cast(Event, item) for item in items if not is_preview(item)]
         if events:
             self.store.append_many(events)

@@ -69,11 +69,15 @@ _END = object()
 class ActiveTurn:
     """A running turn: its task on its loop, the queue its caller reads, its threads and events so far."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, threads: ThreadManager, lease: Lease) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, threads: ThreadManager, lease: Lease, *, queued: bool = True
+    ) -> None:
         self.loop = loop
         self.lease = lease
         """The session's lease in the store, held while the turn runs."""
-        self.queue: asyncio.Queue[object] = asyncio.Queue()
+        self.queue: asyncio.Queue[object] | None = asyncio.Queue() if queued else None
+        """What the caller of :meth:`TurnSupervisor.stream` reads; None for :meth:`TurnSupervisor.run`, whose
+        caller reads the items elsewhere (a listener of the log) or not at all."""
         self.task: asyncio.Task[None] | None = None
         self.threads = threads
         self.events: list[Event] = []
@@ -82,7 +86,13 @@ class ActiveTurn:
     def see(self, item: StreamItem) -> None:
         if not is_preview(item):
             self.events.append(cast(Event, item))
-        self.queue.put_nowait(item)
+        if self.queue is not None:
+            self.queue.put_nowait(item)
+
+    def ended(self) -> None:
+        """Tell the caller of :meth:`TurnSupervisor.stream` that the turn ended."""
+        if self.queue is not None:
+            self.queue.put_nowait(_END)
 
     def call_soon(self, action: Callable[[], None]) -> None:
         """Run ``action`` on the turn's event loop: at once from it, else scheduled thread-safely."""
@@ -140,22 +150,42 @@ class TurnSupervisor:
         """Run one turn from ``opening``, yielding its items until ``session.status_idle``. Closing the
         iterator early (or cancelling the task that iterates) interrupts the turn."""
         turn = self._start(opening, deps, tool_choices)
+        queue = turn.queue
+        assert queue is not None
         try:
             while True:
-                item = await turn.queue.get()
+                item = await queue.get()
                 if item is _END:
                     return
                 yield cast(StreamItem, item)
         finally:
-            task = turn.task
-            if task is not None and not task.done():
-                # The reader went away mid-turn (closed the iterator, or its task was cancelled, e.g. by
-                # a kernel interrupt): that is the user interrupting.
-                self.log.emit(self.log.make(UserInterrupt))
-                task.cancel()
-                await asyncio.wait({task}, timeout=5)
+            await self._interrupt_unfinished(turn)
 
-    def _start(self, opening: list[Event], deps: TurnDeps, tool_choices: tuple[str, ...]) -> ActiveTurn:
+    async def run(self, opening: list[Event], deps: TurnDeps, tool_choices: tuple[str, ...] = ()) -> TurnResult:
+        """Run one turn from ``opening`` to its end and return its result, queueing none of its items: for a
+        caller that sees them through a listener of the log, or not at all (a workflow run's hundreds of
+        thread events would otherwise each wake it). Cancelling the caller interrupts the turn."""
+        turn = self._start(opening, deps, tool_choices, queued=False)
+        assert turn.task is not None
+        try:
+            await asyncio.shield(turn.task)
+        finally:
+            await self._interrupt_unfinished(turn)
+        assert self.last is not None  # set by the turn's ending, however it ended
+        return self.last
+
+    async def _interrupt_unfinished(self, turn: ActiveTurn) -> None:
+        task = turn.task
+        if task is not None and not task.done():
+            # The caller went away mid-turn (closed the iterator, or its task was cancelled, e.g. by a kernel
+            # interrupt): that is the user interrupting.
+            self.log.emit(self.log.make(UserInterrupt))
+            task.cancel()
+            await asyncio.wait({task}, timeout=5)
+
+    def _start(
+        self, opening: list[Event], deps: TurnDeps, tool_choices: tuple[str, ...], *, queued: bool = True
+    ) -> ActiveTurn:
         with self._lock:
             if self._turn is not None:
                 raise SessionBusyError(
@@ -172,7 +202,7 @@ class TurnSupervisor:
                 lease.release()
                 raise
             self.log.refresh_secrets()
-            turn = ActiveTurn(asyncio.get_running_loop(), ThreadManager(self.log, deps), lease)
+            turn = ActiveTurn(asyncio.get_running_loop(), ThreadManager(self.log, deps), lease, queued=queued)
             self._turn = turn
         unsubscribe = self.log.subscribe(turn.see)
         context = contextvars.copy_context()  # the turn's tasks and threads know which session acts
@@ -242,7 +272,7 @@ class TurnSupervisor:
                 self._turn = None
             turn.lease.release()  # after status_idle, before the caller hears the turn ended
             unsubscribe()
-            turn.queue.put_nowait(_END)
+            turn.ended()
 
     async def _work(
         self,
@@ -256,7 +286,8 @@ class TurnSupervisor:
         log = self.log
         try:
             if not self._mounted:
-                await asyncio.to_thread(mount_resources, log.record.resources, deps.workspace, deps.files)
+                if log.record.resources:  # nothing to mount: no hop to a worker thread and back
+                    await asyncio.to_thread(mount_resources, log.record.resources, deps.workspace, deps.files)
                 self._mounted = True
             await pin_repository_skills(log, deps)  # a mounted repository's skills join the session's
         except ResourceMountError as exc:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from .result import WorkflowItem, WorkflowRun, WorkflowStepResult, workflow_runs
 from .run import WorkflowRunner
-from .start import START_TOOL, check_workflow_plan, run_started_by_user, start_event, workflow_tools
+from .start import START_TOOL, check_workflow_plan, ended_run, run_started_by_user, start_event, workflow_tools
 from .validate import DEFAULT_CONCURRENCY, CheckedPlan, check_plan
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "WorkflowStepResult",
     "check_plan",
     "check_workflow_plan",
+    "ended_run",
     "run_started_by_user",
     "start_event",
     "workflow_runs",

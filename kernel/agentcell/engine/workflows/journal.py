@@ -63,14 +63,37 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
+def _canonical_or_null(value: Any) -> str:
+    """:func:`_canonical`, without a trip through the JSON encoder for the options most steps leave unset."""
+    return "null" if value is None else _canonical(value)
+
+
 class ItemKeys:
     """Makes the keys of one run's items, the same as :func:`item_key`'s with less work per item: what a
     step contributes beyond its prompt and item (its agent, options and outcome, dumped from pydantic
-    models) is serialized once per step; an item's material is that text with its ``item`` and ``prompt``
-    put in their sorted places, the bytes ``json.dumps(material, sort_keys=True)`` would give."""
+    models) is serialized once per step, and an agent's part once per agent (the steps of a plan mostly
+    share a few); an item's material is that text with its ``item`` and ``prompt`` put in their sorted
+    places, the bytes ``json.dumps(material, sort_keys=True)`` would give."""
 
     def __init__(self) -> None:
         self._static: dict[str, tuple[str, str, str]] = {}
+        self._agents: dict[tuple[Any, ...], tuple[object, str]] = {}
+        """An agent's part of the key, by what decides it: a saved agent's id and version; an inline agent's
+        name, description, system prompt and model object (each inline step has an agent object of its own,
+        most share the session agent's model). With the object the key holds by identity, kept alive so
+        that its id is not reused."""
+
+    def _who_text(self, step: CheckedStep) -> str:
+        agent = step.agent
+        if step.inline:
+            held: object = agent.model
+            what: tuple[Any, ...] = ("inline", agent.name, agent.description, agent.system, id(held))
+        else:
+            held, what = None, ("saved", agent.id, agent.version)
+        known = self._agents.get(what)
+        if known is None or known[0] is not held:
+            known = self._agents[what] = (held, _canonical(_who(step)))
+        return known[1]
 
     def _of(self, step: CheckedStep) -> tuple[str, str, str]:
         static = self._static.get(step.id)
@@ -79,16 +102,16 @@ class ItemKeys:
             # The material's keys in sorted order: agent, item, max_turns, outcome, output_schema, prompt,
             # step, v.
             static = self._static[step.id] = (
-                f'{{"agent":{_canonical(_who(step))},"item":',
-                f',"max_turns":{_canonical(spec.max_turns)},"outcome":{_canonical(_outcome(step))}'
-                f',"output_schema":{_canonical(spec.output_schema)},"prompt":',
-                f',"step":{_canonical(spec.id)},"v":{_canonical(KEY_VERSION)}}}',
+                f'{{"agent":{self._who_text(step)},"item":',
+                f',"max_turns":{_canonical_or_null(spec.max_turns)},"outcome":{_canonical_or_null(_outcome(step))}'
+                f',"output_schema":{_canonical_or_null(spec.output_schema)},"prompt":',
+                f',"step":{_canonical(spec.id)},"v":{KEY_VERSION}}}',
             )
         return static
 
     def key(self, step: CheckedStep, prompt: str, item: int | None, item_value: Any) -> str:
         head, middle, tail = self._of(step)
-        canonical = head + _canonical([item, item_value] if item is not None else None) + middle
+        canonical = head + ("null" if item is None else _canonical([item, item_value])) + middle
         canonical += _canonical(prompt) + tail
         return hashlib.sha256(canonical.encode("ascii")).hexdigest()[:32]
 

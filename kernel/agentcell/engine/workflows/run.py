@@ -103,6 +103,14 @@ class WorkflowRunner:
         self._stop: _Stop | None = None
         self._tally = _Tally()
         self._events: list[Any] = []
+        self._done: dict[str, _StepDone] = {}
+        self._waiting_on: dict[str, int] = {}
+        self._dependents: dict[str, list[CheckedStep]] = {}
+        self._drivers: set[asyncio.Task[None]] = set()
+        self._live = 0
+        """Driving tasks not yet ended; the last one to end resolves ``_all_ended``."""
+        self._all_ended: asyncio.Future[None] | None = None
+        self._interrupted = False
 
     async def run(self) -> WorkflowRun:
         """Run the plan to its end and return the run as its events tell it. An interrupt (the task being
@@ -118,8 +126,8 @@ class WorkflowRunner:
         return self._stop is not None
 
     def _emit(self, event: Any) -> None:
-        self.log.emit(event)
-        self._events.append(event)
+        # The run folds from its events as stored (a secret scrubbed), as a reader of the log would.
+        self._events.append(self.log.emit(event) or event)
 
     async def _run(self) -> WorkflowRun:
         log, plan = self.log, self.plan
@@ -138,49 +146,79 @@ class WorkflowRunner:
         )
         if self.resume:
             self._journal = Journal(log.events(types=JOURNAL_EVENT_TYPES))
-        done: dict[str, _StepDone] = {}
-        running: dict[asyncio.Task[_StepDone], str] = {}
-        # Each task says when it is done, once: waiting on all running tasks at every completion would add and
-        # remove a callback on each of them each time (quadratic with many steps ready at once).
-        finished: asyncio.Queue[asyncio.Task[_StepDone]] = asyncio.Queue()
-        loop = asyncio.get_running_loop()
         # Each step waits for a count of dependencies; a completed step counts down its dependents, so the
         # scheduler does work in proportion to the graph's edges, not to steps times completions.
-        waiting_on = {step.id: len(set(step.spec.depends_on)) for step in plan.steps}
-        dependents: dict[str, list[CheckedStep]] = {step.id: [] for step in plan.steps}
+        for step in plan.steps:
+            self._waiting_on[step.id] = len(set(step.spec.depends_on))
+            self._dependents[step.id] = []
         for step in plan.steps:
             for dep in dict.fromkeys(step.spec.depends_on):
-                dependents[dep].append(step)
-        ready = [step for step in plan.steps if not waiting_on[step.id]]
+                self._dependents[dep].append(step)
+        self._all_ended = ended = asyncio.get_running_loop().create_future()
         try:
-            while True:
-                if self._stop is None:
-                    for step in ready:
-                        task = loop.create_task(self._step(step, done))
-                        task.add_done_callback(finished.put_nowait)
-                        running[task] = step.id
-                    ready = []
-                if not running:
-                    break
-                ended = [await finished.get()]
-                while not finished.empty():
-                    ended.append(finished.get_nowait())
-                for task in ended:
-                    step_id = running.pop(task)
-                    done[step_id] = result = task.result()
-                    if not result.ok:
-                        continue  # what depends on it never starts
-                    for dependent in dependents[step_id]:
-                        waiting_on[dependent.id] -= 1
-                        if not waiting_on[dependent.id]:
-                            ready.append(dependent)
-        except asyncio.CancelledError:
-            for task in running:
+            self._start([step for step in plan.steps if not self._waiting_on[step.id]])
+            if self._live:
+                await ended
+        except BaseException as exc:
+            interrupted = isinstance(exc, asyncio.CancelledError)
+            self._interrupted = True  # nothing starts any more
+            for task in self._drivers:
                 task.cancel()
-            await asyncio.gather(*running, return_exceptions=True)
-            self._end(_Stop("interrupted", "the run was interrupted"), done)
+            await asyncio.gather(*self._drivers, return_exceptions=True)
+            if interrupted:
+                self._end(_Stop("interrupted", "the run was interrupted"), self._done)
             raise
-        return self._end(self._stop, done)
+        return self._end(self._stop, self._done)
+
+    def _start(self, steps: list[CheckedStep]) -> None:
+        """Start each step as a task of its own (one that goes on with the steps that become ready after it)."""
+        loop = asyncio.get_running_loop()
+        for step in steps:
+            self._live += 1
+            task = loop.create_task(self._drive(step))
+            self._drivers.add(task)
+            task.add_done_callback(self._drivers.discard)
+
+    async def _drive(self, step: CheckedStep | None) -> None:
+        """Run ``step``, then the first of the steps its end made ready, and so on; the others of those start as
+        tasks of their own. In a chain the next step starts in the task the last one ended in, with no task
+        switch nor wait for a scheduler between them: every such hop is on the chain's critical path."""
+        try:
+            while step is not None:
+                result = await self._step(step, self._done)
+                step = self._ended(step, result)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug: the run raises it, once the other steps are stopped
+            self._settle(exc)
+        finally:
+            self._live -= 1
+            if not self._live:
+                self._settle(None)
+
+    def _settle(self, error: Exception | None) -> None:
+        ended = self._all_ended
+        if ended is not None and not ended.done():
+            if error is None:
+                ended.set_result(None)
+            else:
+                ended.set_exception(error)
+
+    def _ended(self, step: CheckedStep, result: _StepDone) -> CheckedStep | None:
+        """Note a step's end; start the steps it made ready, but the first, which is returned for the caller to
+        run (None when there is none, or when the run is stopping)."""
+        self._done[step.id] = result
+        if not result.ok:
+            return None  # what depends on it never starts
+        ready: list[CheckedStep] = []
+        for dependent in self._dependents[step.id]:
+            self._waiting_on[dependent.id] -= 1
+            if not self._waiting_on[dependent.id]:
+                ready.append(dependent)
+        if not ready or self._stop is not None or self._interrupted:
+            return None
+        self._start(ready[1:])
+        return ready[0]
 
     def _end(self, stop: _Stop | None, done: Mapping[str, _StepDone]) -> WorkflowRun:
         log, plan, tally = self.log, self.plan, self._tally
@@ -279,11 +317,14 @@ class WorkflowRunner:
             ended: list[_ItemDone] = []
             thread = StepThread(log, self.deps, step, thread_id, parent_id=self.parent_id, tool_use_id=self.tool_use_id)
             # The item's start and end are stored with the thread's opening and closing events (one
-            # transaction each), not one commit apiece.
+            # transaction each), not one commit apiece; a closing after which other work starts at once (the
+            # next step of a chain in this task, or an item waiting for the slot this one frees) is stored in
+            # the transaction of that work's opening.
             await thread.run(
                 task,
                 before=lambda: self._emit(started),
                 after=lambda result: ended.append(self._item_ended(item, where, thread_id, key, result)),
+                hold_close=bool(self._dependents.get(step.id)) or self._slots.locked(),
             )
         return ended[0]
 

@@ -33,7 +33,14 @@ from .result import WorkflowRun
 from .run import WorkflowRunner
 from .validate import CheckedPlan, check_plan
 
-__all__ = ["START_TOOL", "check_workflow_plan", "run_started_by_user", "start_event", "workflow_tools"]
+__all__ = [
+    "START_TOOL",
+    "check_workflow_plan",
+    "ended_run",
+    "run_started_by_user",
+    "start_event",
+    "workflow_tools",
+]
 
 START_TOOL = "start_workflow_run"
 
@@ -103,10 +110,25 @@ _CHECKED: dict[str, tuple[ResolvedMultiAgent | None, Agent, CheckedPlan]] = {}
 steps is not checked twice over a moment in which nothing changed. Bounded, for events whose turn never ran."""
 
 
+_ENDED: dict[str, WorkflowRun] = {}
+"""Runs a user's turn ended, by the id of the event that opened it, until ``session.run_workflow`` takes its
+result: the runner folded the run from its own events already, not to be folded again from the whole turn's."""
+
+
+def _keep(cache: dict[str, Any], event_id: str, value: Any) -> None:
+    """Bounded, for entries nobody takes (a turn that never ran, a caller that went away)."""
+    while len(cache) >= 16:
+        del cache[next(iter(cache))]
+    cache[event_id] = value
+
+
 def _remember(event_id: str, log: SessionLog, deps: TurnDeps, checked: CheckedPlan) -> None:
-    while len(_CHECKED) >= 16:
-        del _CHECKED[next(iter(_CHECKED))]
-    _CHECKED[event_id] = (_settings(log, deps), log.agent, checked)
+    _keep(_CHECKED, event_id, (_settings(log, deps), log.agent, checked))
+
+
+def ended_run(start: UserStartWorkflowRun) -> WorkflowRun | None:
+    """The run that the turn opened by ``start`` ended with, once (None if it did not end, or was taken)."""
+    return _ENDED.pop(start.id, None)
 
 
 def _recall(event_id: str, log: SessionLog, deps: TurnDeps) -> CheckedPlan | None:
@@ -128,6 +150,7 @@ async def run_started_by_user(log: SessionLog, deps: TurnDeps, start: UserStartW
         log.emit(log.make(SessionError, error=ErrorInfo(type="invalid_request_error", message=str(exc))))
         return ErrorStop(message=str(exc))
     run = await WorkflowRunner(log, deps, checked, resume=start.resume).run()
+    _keep(_ENDED, start.id, run)
     if run.status == "completed":
         return EndTurn()
     if run.status == "budget_reached":

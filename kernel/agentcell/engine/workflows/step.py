@@ -108,16 +108,18 @@ class StepThread:
         *,
         before: Callable[[], None] | None = None,
         after: Callable[[ItemResult], None] | None = None,
+        hold_close: bool = False,
     ) -> ItemResult:
         """Run the item to its end. The thread's opening events (with what ``before`` emits, first) are stored
         in one transaction, and so are its closing ones (with what ``after`` emits for the result, last):
-        nothing is awaited inside either."""
+        nothing is awaited inside either. ``hold_close``: the closing joins the transaction of the next
+        block the log begins before anything is awaited (the opening of a step that follows at once)."""
         with self.log.batched():
             if before is not None:
                 before()
             self._open(task)
         stop, output, problem = await self._work_to_end()
-        with self.log.batched():
+        with self.log.batched(hold=hold_close):
             result = self._close(stop, output, problem)
             if after is not None:
                 after(result)
