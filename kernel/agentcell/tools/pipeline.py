@@ -114,13 +114,14 @@ class ToolPipeline:
         return self._finish(token, state, result, stage, started)
 
     def _finish(self, token: str, state: _Run, result: ToolResult, stage: Stage, started: float) -> ToolOutcome:
+        result = truncate(result, self.max_model_chars, self.max_log_chars)
+        if result.denied_by != state.denied_by:  # a copy only when it changes: the no-op call pays none
+            result = result.model_copy(update={"denied_by": state.denied_by})
         outcome = ToolOutcome(
             token=token,
             call=state.call.model_copy(update={"input": frozen(state.call.input)}),
             definition=state.definition,
-            result=truncate(result, self.max_model_chars, self.max_log_chars).model_copy(
-                update={"denied_by": state.denied_by}
-            ),
+            result=result,
             stage=stage,
             permission=state.permission,
             approved=state.approved,
