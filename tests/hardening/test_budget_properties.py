@@ -24,6 +24,8 @@ from agentcell.providers.base import ModelRequest
 from agentcell.tools.simple import SimpleTools
 from agentcell.usage import CacheCreation, ServerToolUse, Usage, flat_pricing, worst_case_cost
 
+from ..budget_sessions import reported_usage_session
+
 PRICING = flat_pricing(3, 15, web_search_k=10)
 
 CLAIM = st.fixed_dictionaries(
@@ -59,25 +61,15 @@ def _claimed(claim: dict[str, object], bound: int, max_tokens: int) -> Usage:
 def test_no_usage_a_server_reports_takes_spend_past_the_cap(
     claims: list[dict[str, object]], budget: Decimal, max_tokens: int, tool_loop: bool
 ) -> None:
-    box: list[ScriptedProvider] = []
     plays = iter(claims * 40)
 
-    def respond(request: ModelRequest) -> ScriptedResponse:
-        claim = next(plays)
-        usage = _claimed(claim, box[0].input_token_bound(request), request.settings.max_tokens)
-        step = ScriptedToolCall(name="noop") if tool_loop else ScriptedText(text="x" * 40)
-        return ScriptedResponse(steps=[step], usage=usage)
+    def usage_of(bound: int, max_tokens: int) -> Usage:
+        return _claimed(next(plays), bound, max_tokens)
 
-    provider = ScriptedProvider(respond, pricing=PRICING)
-    box.append(provider)
-    tools = SimpleTools()
-    tools.add(lambda: "ok", name="noop")
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        Engine(Path(tmp) / "db", providers={"scripted": provider}, tools=tools) as engine,
-    ):
-        agent = engine.agents.create(name="a", model={"id": "scripted", "max_tokens": max_tokens})
-        session = engine.sessions.create(agent=agent.id, budget=budget, max_turns=8)
+    with reported_usage_session(
+        usage_of, pricing=PRICING, budget=budget, max_tokens=max_tokens, tool_loop=tool_loop, max_turns=8,
+        text="x" * 40,
+    ) as session:  # fmt: skip
         stopped = False
         for _ in range(1 if tool_loop else 3):
             result = session.send_sync("go " * 20)

@@ -13,6 +13,8 @@ from agentcell import events as ev
 from agentcell.tools.simple import SimpleTools
 from agentcell.usage import CacheCreation, Usage, flat_pricing, worst_case_cost
 
+from ..budget_sessions import reported_usage_session
+
 PRICING = flat_pricing(3, 15)
 
 
@@ -80,35 +82,22 @@ def test_spend_never_exceeds_the_budget(
     max_tokens: int,
     tool_loop: bool,
 ) -> None:
-    provider_box: list[ScriptedProvider] = []
     plays = iter(responses * 50)
 
-    def respond(request: ModelRequest) -> ScriptedResponse:
+    def usage_of(bound: int, max_tokens: int) -> Usage:
         input_share, output_share, billing = next(plays)
-        bound = provider_box[0].input_token_bound(request)
         tokens = int(bound * input_share)
-        output = int(request.settings.max_tokens * output_share)
-        usage = {
+        output = int(max_tokens * output_share)
+        return {
             0: Usage(input_tokens=tokens, output_tokens=output),
             1: Usage(output_tokens=output, cache_read_input_tokens=tokens),
             2: Usage(output_tokens=output, cache_creation=CacheCreation(ephemeral_5m_input_tokens=tokens)),
             3: Usage(output_tokens=output, cache_creation=CacheCreation(ephemeral_1h_input_tokens=tokens)),
         }[billing]
-        step = ScriptedToolCall(name="noop") if tool_loop else ScriptedText(text="x" * 50)
-        return ScriptedResponse(steps=[step], usage=usage)
 
-    provider = ScriptedProvider(respond, pricing=PRICING)
-    provider_box.append(provider)
-    tools = SimpleTools()
-    tools.add(lambda: "ok", name="noop")
-    import tempfile
-
-    with (
-        tempfile.TemporaryDirectory() as tmp,
-        Engine(Path(tmp) / "db", providers={"scripted": provider}, tools=tools) as engine,
-    ):
-        agent = engine.agents.create(name="a", model={"id": "scripted", "max_tokens": max_tokens})
-        session = engine.sessions.create(agent=agent.id, budget=budget, max_turns=50)
+    with reported_usage_session(
+        usage_of, pricing=PRICING, budget=budget, max_tokens=max_tokens, tool_loop=tool_loop, max_turns=50
+    ) as session:
         for _ in range(3 if not tool_loop else 1):
             result = session.send_sync("go " * 20)
             if isinstance(result.stop_reason, ev.BudgetReached):
