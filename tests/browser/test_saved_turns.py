@@ -91,7 +91,11 @@ def test_a_saved_notebook_reopens_with_every_turn_in_lab_and_notebook_7(page: Pa
         page.goto(url)
         expect(saved_turn(page, 1)).to_be_visible(timeout=30_000)
         for index, text in live.items():
-            assert saved_turn(page, index).inner_text() == text  # the reopened turn reads as the live one did
+            # The reopened turn reads as the live one did. Each turn renders on its own, and an off-screen
+            # cell may not be laid out yet, so bring it into view and wait for its text.
+            turn = saved_turn(page, index)
+            turn.scroll_into_view_if_needed(timeout=30_000)
+            expect(turn).to_have_text(text, use_inner_text=True, timeout=30_000)
         expect(saved_turn(page, 2).locator(".ac-message")).to_have_text(PRICE)
         expect(page.locator(".jp-Notebook .jp-Cell .cm-content").nth(3)).to_have_attribute("data-language", "python")
         no_widget_errors(page)
