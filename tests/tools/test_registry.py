@@ -7,10 +7,12 @@ import asyncio
 import dataclasses
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agentcell import Engine, ScriptedProvider, ScriptedResponse
 from agentcell.errors import ToolRegistrationError, UserError
 from agentcell.events import TextBlock
 from agentcell.tools import (
@@ -180,6 +182,44 @@ def test_schemas_are_deep_copies_of_the_model_facing_fields(registry: ToolRegist
     first.input_schema["properties"]["text"]["enum"].append("y")
     assert registry.schemas()[0].input_schema["properties"]["text"]["enum"] == ["x"]
     assert schema["properties"]["text"]["enum"] == ["x"]  # type: ignore[index]
+
+
+def test_offered_schemas_are_built_once_per_registration_and_follow_visibility(registry: ToolRegistry) -> None:
+    """What the engine sends with each model request: the same fields as ``schemas``, built on first use
+    and shared afterwards; a new registration of the name gets its own, a hidden tool none."""
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+    dispose = registry.register(echo_tool(input_schema=schema, description="says it back"))
+    first = registry.offered()
+    assert [s.model_dump() for s in first] == [s.model_dump() for s in registry.schemas()]
+    assert registry.offered()[0] is first[0]
+    assert first[0].input_schema is not schema  # a copy of the definition's, taken once
+    dispose()
+    assert registry.offered() == []
+    registry.register(echo_tool(input_schema={"type": "object"}, description="again"))
+    again = registry.offered()[0]
+    assert again is not first[0] and again.description == "again"
+    registry.restrict(deny=["echo"])
+    assert registry.offered() == []
+
+
+def test_a_model_request_carries_the_registrys_offered_schemas(tmp_path: Path) -> None:
+    """The engine asks the registry for its shared schemas, not a deep copy per request."""
+    reply = ScriptedResponse.model_validate({"steps": [{"kind": "text", "text": "ok"}]})
+    provider = ScriptedProvider([reply, reply])
+    registry = ToolRegistry()
+    registry.register(echo_tool())
+
+    async def two_turns() -> None:
+        engine = Engine(tmp_path / "db", providers={"scripted": provider}, tools=registry)
+        session = engine.sessions.create(agent=engine.agents.create(name="a", model="scripted").id)
+        for _ in range(2):
+            async for _item in session.send("go"):
+                pass
+        await engine.aclose()
+
+    asyncio.run(two_turns())
+    echo = [[t for t in request.tools if t.name == "echo"] for request in provider.requests]
+    assert len(echo) == 2 and echo[0] and echo[0][0] is echo[1][0] is registry.offered()[0]
 
 
 def _classifier_raises(call: ToolCall) -> object:

@@ -82,7 +82,9 @@ def offered_tools(
     """The tools the model sees. Custom tools in every thread (the client's answer is routed to the thread
     that asked); the engine's own tools take precedence over a host tool of the same name."""
     own_names = {t.schema.name for t in own}
-    host_schemas = deps.tools.schemas(scope)
+    # A registry shares the schemas it built for earlier requests; any other host copies as it likes.
+    offered = getattr(deps.tools, "offered", None)
+    host_schemas: list[ToolSchema] = offered(scope) if offered is not None else deps.tools.schemas(scope)
     schemas = deps.memory.visible(log.id, log.tool_scope, scope, host_schemas, deps.tools)
     for spec in agent.tools:
         if isinstance(spec, ToolFilter):

@@ -76,6 +76,8 @@ class ToolRegistry(ToolPipeline):
         self._around: Chain[AroundHook] = Chain(self._lock)
         self._post: Chain[PostHook] = Chain(self._lock)
         self._observers: Chain[Observer] = Chain(self._lock)
+        self._offered: dict[Slot[ToolDefinition], ToolSchema] = {}
+        """Each registration's model-facing schema, built on first use (see :meth:`offered`)."""
         self._policy = policy or PermissionPolicy()
         self._session_policies: dict[str, PermissionPolicy] = {}
         self.max_model_chars = max_model_chars
@@ -110,6 +112,7 @@ class ToolRegistry(ToolPipeline):
         def dispose() -> None:
             with self._lock:
                 current = self._global if scope is None else self._scoped.get(scope, {})
+                self._offered.pop(slot, None)
                 if current.get(name) is slot:
                     del current[name]
                     if scope is not None and not current:
@@ -243,10 +246,29 @@ class ToolRegistry(ToolPipeline):
 
     def definitions(self, scope: str | None = None) -> list[ToolDefinition]:
         """The definitions ``scope`` sees: visible global tools not shadowed, then the scope's own."""
+        return [slot.hook for slot in self._visible_slots(scope)]
+
+    def _visible_slots(self, scope: str | None) -> list[Slot[ToolDefinition]]:
         with self._lock:
             local = dict(self._scoped.get(scope, {})) if scope is not None else {}
-            shown = [s.hook for n, s in self._global.items() if n not in local and not self._hidden(n, scope)]
-        return shown + [s.hook for s in local.values()]
+            shown = [s for n, s in self._global.items() if n not in local and not self._hidden(n, scope)]
+        return shown + list(local.values())
+
+    def offered(self, scope: str | None = None) -> list[ToolSchema]:
+        """What :meth:`schemas` lists, as the engine puts it in every model request: each registration's
+        schema built once and shared from request to request, so the caller must not change it. (A
+        request per model call would otherwise deep-copy every tool's input schema again: ~30 us a tool.)"""
+        offered = self._offered
+        schemas: list[ToolSchema] = []
+        for slot in self._visible_slots(scope):
+            schema = offered.get(slot)
+            if schema is None:
+                d = slot.hook
+                schema = offered[slot] = ToolSchema(
+                    name=d.name, description=d.description, input_schema=copy.deepcopy(dict(d.input_schema))
+                )
+            schemas.append(schema)
+        return schemas
 
     def schemas(self, scope: str | None = None) -> list[ToolSchema]:
         """The model-facing fields of every visible tool, deep-copied: changing them changes nothing here."""
