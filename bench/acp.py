@@ -6,6 +6,10 @@ The ACP side is the real thing: ``agentcell acp`` as a subprocess driven by the 
 from ``session.send`` to its first and last ``event_delta``. Same scripted reply, one character a delta.
 Target (issue 17): ACP within 1.10x of the engine alone.
 
+Beside them, what a prompt costs over ACP when no engine turn is in it: ``/session``, answered by the agent
+with one ``agent_message_chunk``. That is the floor under the first text which the engine alone never
+pays (the SDK's client on both ends, the pipes, two process wake-ups, the agent's request handling).
+
     python bench/acp.py [--deltas 20000] [--rounds 3]
 """
 
@@ -92,8 +96,11 @@ async def engine_alone_in_child(db: Path, deltas: int) -> tuple[float, float]:
     return first, last
 
 
-async def interleaved(tmp: Path, deltas: int, rounds: int) -> tuple[list[tuple[float, float]], list[Any]]:
-    """Round by round: the engine alone, then the same reply over ACP (so both see the same machine load)."""
+async def interleaved(
+    tmp: Path, deltas: int, rounds: int
+) -> tuple[list[tuple[float, float]], list[tuple[float, float, int]], list[float]]:
+    """Round by round: the engine alone, then the same reply over ACP (so both see the same machine load),
+    then five prompts with no turn (:func:`_command_round_trip`)."""
     model = tmp / "script.json"
     # A short first reply warms the agent up (imports, the store); then one long reply per round.
     model.write_text(json.dumps([{"steps": [{"kind": "text", "text": "ready"}]}, *[reply(deltas)] * rounds]))
@@ -102,6 +109,7 @@ async def interleaved(tmp: Path, deltas: int, rounds: int) -> tuple[list[tuple[f
     timing = _Timing()
     alone: list[tuple[float, float]] = []
     acp: list[tuple[float, float, int]] = []
+    floor: list[float] = []
     async with spawn_agent_process(timing, sys.executable, "-m", "agentcell.cli", "acp", env=env) as (conn, _):
         await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
         session = await conn.new_session(cwd=str(tmp), mcp_servers=[])
@@ -114,7 +122,19 @@ async def interleaved(tmp: Path, deltas: int, rounds: int) -> tuple[list[tuple[f
             await conn.prompt(session_id=fresh.session_id, prompt=[text_block("go")])
             assert timing.chars == deltas, timing.chars
             acp.append((timing.first - started, timing.last - started, timing.chunks))
-    return alone, acp
+            floor.extend([await _command_round_trip(conn, fresh.session_id, timing) for _ in range(5)])
+    return alone, acp, floor
+
+
+async def _command_round_trip(conn: Any, session_id: str, timing: _Timing) -> float:
+    """``session/prompt`` with ``/session`` to its one ``agent_message_chunk``: the path of a prompt with
+    no engine turn in it (the client SDK on both ends of the message, the pipes and two process wake-ups,
+    the agent's request handling and its write), which the engine alone does not pay."""
+    timing.__init__()  # type: ignore[misc]
+    started = time.perf_counter()
+    await conn.prompt(session_id=session_id, prompt=[text_block("/session")])
+    assert timing.chunks == 1, timing.chunks
+    return timing.first - started
 
 
 def main() -> None:
@@ -128,7 +148,7 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as name:
         tmp = Path(name)
-        alone, acp = asyncio.run(interleaved(tmp, args.deltas, args.rounds))
+        alone, acp, floor = asyncio.run(interleaved(tmp, args.deltas, args.rounds))
     first_alone = statistics.median(a[0] for a in alone)
     total_alone = statistics.median(a[1] for a in alone)
     first_acp = statistics.median(a[0] for a in acp)
@@ -137,6 +157,10 @@ def main() -> None:
     print(f"deltas: {args.deltas:,}, median of {args.rounds} rounds")
     print(f"first text   engine alone {first_alone * 1000:8.1f} ms   acp {first_acp * 1000:8.1f} ms   "
           f"({first_acp / first_alone:.2f}x)")  # fmt: skip
+    no_turn = statistics.median(floor)
+    print(f"             of which a prompt with no turn in it (/session): {no_turn * 1000:.2f} ms; the agent's "
+          f"first text less that: {(first_acp - no_turn) * 1000:.1f} ms "
+          f"({(first_acp - no_turn) / first_alone:.2f}x)")  # fmt: skip
     print(f"whole reply  engine alone {total_alone:8.3f} s    acp {total_acp:8.3f} s    "
           f"({total_acp / total_alone:.2f}x; target <= 1.10x)")  # fmt: skip
     print(f"deltas/s     engine alone {args.deltas / total_alone:10,.0f}   acp {args.deltas / total_acp:10,.0f}")
