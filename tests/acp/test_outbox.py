@@ -95,3 +95,38 @@ async def test_a_pipe_that_is_behind_sends_the_text_the_queued_way() -> None:
     await outbox.flush()
     assert pipe.texts() == [("queued", "a")]
     await outbox.close()
+
+
+async def test_forward_joins_a_messages_deltas_and_maps_everything_else_in_order() -> None:
+    """A turn's stream through ``forward``: the primary thread's text deltas of one message go out as one
+    chunk after the first; a thread's delta and any other item take the mapper's way, in stream order."""
+    from agentcell.events import ContentDelta, EventDelta, TextBlock
+
+    def delta(text: str, event_id: str = "sevt_1", thread_id: str | None = None) -> EventDelta:
+        content = ContentDelta(index=0, content=TextBlock(text=text))
+        return EventDelta(event_id=event_id, delta=content, thread_id=thread_id)
+
+    stream = [delta("a"), delta("b"), delta("c"), delta("t", "sevt_2", "sthr_1"), delta("d"), delta("e")]
+    mapped: list[object] = []
+    marker = ToolCallStart(session_update="tool_call", tool_call_id="call_1", title="thread said t")
+
+    def mapper(item: Any) -> list[Any]:
+        mapped.append(item)
+        return [marker]
+
+    async def items() -> Any:
+        for item in stream:
+            yield item
+
+    pipe = Pipe()
+    outbox = Outbox(pipe, "sesn_1", pipe.write_now)
+    await outbox.forward(items(), mapper)
+    await outbox.close()
+    assert mapped == [stream[3]]
+    kinds = [(way, p["update"]["sessionUpdate"], p["update"].get("content", {}).get("text")) for way, p in pipe.sent]
+    assert kinds == [
+        ("now", "agent_message_chunk", "a"),
+        ("queued", "agent_message_chunk", "bc"),
+        ("queued", "tool_call", None),
+        ("queued", "agent_message_chunk", "de"),
+    ]

@@ -57,7 +57,7 @@ from acp import RequestError
 
 from .. import Engine, McpServer, OutcomeSpec, Session, __version__
 from ..errors import AgentCellError, ConfigurationError, InvalidInputError, SessionBusyError
-from ..events import BudgetReached, ContentBlock, ErrorStop, Interrupted, MaxTurns, StreamItem, TextBlock
+from ..events import BudgetReached, ContentBlock, ErrorStop, Interrupted, MaxTurns, TextBlock
 from ..providers.defaults import default_model
 from ..skills.attach import leading_skills, session_pins
 from ..tools.base import ApprovalDecision, ApprovalRequest
@@ -71,7 +71,7 @@ from .content import PromptBlock, invalid_params, leading_text, rpc_error, to_bl
 from .listing import list_page
 from .outbox import Outbox, TextChunk, WriteNow
 from .toolcalls import kind_of, title_of
-from .updates import UpdateMapper, delta_text
+from .updates import UpdateMapper
 
 __all__ = ["ACP_SYSTEM", "AgentCellAcpAgent", "engine_tools"]
 
@@ -429,18 +429,11 @@ class AgentCellAcpAgent:
         self, live: _Live, message: list[ContentBlock] | OutcomeSpec, skills: Sequence[str] = ()
     ) -> PromptResponse:
         session, outbox, mapper = live.session, live.outbox, live.mapper
-        put_text, put_all, mapped = outbox.put_text, outbox.put_all, mapper.live
-
-        def on_item(item: StreamItem) -> None:  # once per delta: the names are bound once
-            text = delta_text(item)
-            if text is not None:
-                put_text("message", item.event_id, text)  # type: ignore[union-attr]
-            else:
-                put_all(mapped(item))
-
         live.prompting = True
         try:
-            result = await session.ask(message, on_item=on_item, skills=skills)
+            await outbox.forward(session.send(message, skills=skills), mapper.live)
+            result = session.last_turn
+            assert result is not None  # send() ends only once the turn did
         except SessionBusyError as exc:
             raise RequestError(-32600, f"{exc} (in another window or notebook)") from None
         except AgentCellError as exc:

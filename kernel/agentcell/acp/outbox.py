@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Literal, NamedTuple, Protocol, TypeAlias
 
 from acp.schema import (
@@ -35,7 +35,9 @@ from acp.schema import (
     UserMessageChunk,
 )
 
-__all__ = ["MessageEnd", "Outbox", "TextChunk", "Update", "UpdateClient", "WriteNow"]
+from ..events import StreamItem
+
+__all__ = ["Item", "MessageEnd", "Outbox", "TextChunk", "Update", "UpdateClient", "WriteNow"]
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +72,10 @@ class MessageEnd(NamedTuple):
     """A streamed message is complete: send what is queued of it now rather than at the next tick."""
 
     message_id: str
+
+
+Item: TypeAlias = "Update | TextChunk | MessageEnd"
+"""What the outbox takes: an update, a piece of a message's text, or the end of a message."""
 
 
 class _Text:
@@ -121,7 +127,7 @@ class Outbox:
         self._broken = False
         self._task = self._loop.create_task(self._run(), name=f"agentcell-acp-outbox-{session_id}")
 
-    def put(self, item: Update | TextChunk | MessageEnd) -> None:
+    def put(self, item: Item) -> None:
         if isinstance(item, MessageEnd):
             if not self._idle.is_set():
                 self._hurry.set()
@@ -164,9 +170,32 @@ class Outbox:
         self._last_text = (now, message_id)
         return True
 
-    def put_all(self, items: list[Update | TextChunk | MessageEnd]) -> None:
+    def put_all(self, items: list[Item]) -> None:
         for item in items:
             self.put(item)
+
+    async def forward(self, stream: AsyncIterator[StreamItem], mapped: Callable[[StreamItem], list[Item]]) -> None:
+        """Send a running turn's items as they stream: a text delta of the primary thread joins its
+        message's queued text, anything else goes through ``mapped`` (the session's update mapper).
+
+        The loop over the turn is here, as the turn's consumer, rather than behind a callback: a reply
+        has tens of thousands of deltas, and the common one (more text of the message already queued)
+        then costs an append and no call."""
+        items = self._items
+        put_text, put_all = self.put_text, self.put_all
+        async for item in stream:
+            # The tag, not isinstance: pydantic's model classes answer isinstance through ABCMeta.
+            if item.type == "event_delta" and item.thread_id is None:
+                block = item.delta.content
+                if block.type == "text":
+                    if items:
+                        tail = items[-1]
+                        if tail.__class__ is _Text and tail.message_id == item.event_id and tail.kind == "message":
+                            tail.parts.append(block.text)
+                            continue
+                    put_text("message", item.event_id, block.text)
+                    continue
+            put_all(mapped(item))
 
     async def flush(self) -> None:
         """Return once everything put so far was sent (without waiting out the text interval)."""

@@ -55,7 +55,7 @@ from ..events import (
     UserDefineOutcome,
     UserMessage,
 )
-from .outbox import MessageEnd, TextChunk, Update
+from .outbox import Item, MessageEnd, TextChunk
 from .toolcalls import WRITE_TOOLS, kind_of, locations_of, result_content, title_of
 
 if TYPE_CHECKING:
@@ -63,7 +63,6 @@ if TYPE_CHECKING:
 
 __all__ = ["UpdateMapper", "context_window", "delta_text"]
 
-Item = Update | TextChunk | MessageEnd
 Diffs = Callable[[str], list[FileEditToolCallContent]]
 
 LOCAL_N_CTX = 4096
