@@ -73,10 +73,10 @@ _THREAD_EVENT_TYPES = (
 class Session(WorkflowMethods, ApprovalMethods):
     """A handle on one session. Get it from ``engine.sessions``; one handle per session per engine."""
 
-    def __init__(self, engine: Engine, record: SessionRecord) -> None:
+    def __init__(self, engine: Engine, record: SessionRecord, *, new: bool = False) -> None:
         self._engine = engine
         pinned = engine.agents.get(record.agent_id, record.agent_version)
-        self._log = SessionLog(engine.store, record, materialize(pinned, record.agent_overrides))
+        self._log = SessionLog(engine.store, record, materialize(pinned, record.agent_overrides), new=new)
         self._turns = TurnSupervisor(self._log)
         self.approver: Approver | None = None
         """Asked when a tool needs the user's approval. None (a script with no UI): the preset decides,
@@ -85,7 +85,8 @@ class Session(WorkflowMethods, ApprovalMethods):
         self.approvals = ApprovalBroker(on_answer=self._record_confirmation)
         """Tool calls of this session waiting for approval: ``.pending()``; answer with ``confirm_tool``."""
         # "Always" answers are in the log, so they hold again when the session is reopened.
-        self.approvals.restore(rules_from_events(self._log.events(types=RULE_EVENT_TYPES)))
+        if not new:
+            self.approvals.restore(rules_from_events(self._log.events(types=RULE_EVENT_TYPES)))
 
     def _deps(self) -> TurnDeps:
         engine = self._engine

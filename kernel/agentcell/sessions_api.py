@@ -93,7 +93,7 @@ class SessionsAPI:
         )
         self._engine.memory_stores.check(record.resources, self._engine.tools)
         self._engine.store.put_session(record)
-        session = Session(self._engine, record)
+        session = Session(self._engine, record, new=True)
         with self._lock:
             self._handles[record.id] = session
         return session

@@ -62,7 +62,9 @@ def _settle(waiter: asyncio.Future[None]) -> None:
 
 
 class SessionLog:
-    def __init__(self, store: Store, record: SessionRecord, agent: Agent) -> None:
+    def __init__(self, store: Store, record: SessionRecord, agent: Agent, *, new: bool = False) -> None:
+        """``new``: the session was created just now, here, so the store holds none of its events yet (its
+        first turn then catches up with one query rather than re-reading the record it was made from)."""
         self.store = store
         self._record = record
         self._agent = agent
@@ -78,7 +80,7 @@ class SessionLog:
         self._secrets = secret_values()
         """What no event may carry (API keys a model or a tool printed): scrubbed on the way in."""
         self._streams = StreamScrubber()
-        self._last_known: str | None = _UNSEEN
+        self._last_known: str | None = None if new else _UNSEEN
         """The id of the newest event this log knows the store holds (see :meth:`catch_up`)."""
         self.cache_watch = CacheWatch()
         """Whether the prompt cache keeps missing, across the session's turns (``cache_watch``)."""
