@@ -14,18 +14,19 @@ import time
 __all__ = ["new_id"]
 
 _ALPHABET = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+_PAIRS = [high + low for high in _ALPHABET for low in _ALPHABET]
+"""The two digits of every 10-bit value."""
+_SHIFTS = tuple(range(120, -1, -10))
 _RANDOM_BITS = 80
 _lock = threading.Lock()
 _last_ms = -1
 _last_random = 0
 
 
-def _encode(value: int, length: int) -> str:
-    chars = []
-    for _ in range(length):
-        value, digit = divmod(value, 32)
-        chars.append(_ALPHABET[digit])
-    return "".join(reversed(chars))
+def _encode(value: int) -> str:
+    """The 26 Crockford base-32 digits of a 128-bit ``value``, most significant first: two digits per
+    10 bits looked up, 13 lookups instead of 26 divisions (every event has an id)."""
+    return "".join([_PAIRS[value >> shift & 1023] for shift in _SHIFTS])
 
 
 def new_id(prefix: str) -> str:
@@ -43,4 +44,4 @@ def new_id(prefix: str) -> str:
             # Keep the top bit clear so increments within a millisecond cannot overflow.
             _last_random = int.from_bytes(os.urandom(10)) >> 1
         _last_ms = now_ms
-        return f"{prefix}_{_encode(now_ms, 10)}{_encode(_last_random, 16)}"
+        return f"{prefix}_{_encode(now_ms << _RANDOM_BITS | _last_random)}"
