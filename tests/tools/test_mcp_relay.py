@@ -7,13 +7,14 @@ from __future__ import annotations
 import io
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agentcell.tools.mcp_relay import PLACEHOLDER, SHORT, Shortener, relay
+from agentcell.tools.mcp_relay import KEEP_FILES, KEEP_SECONDS, PLACEHOLDER, SHORT, Shortener, relay
 
 CUT = json.loads(f'"{PLACEHOLDER.decode()}"')
 
@@ -126,3 +127,33 @@ def test_a_message_that_cannot_be_shortened_becomes_an_error_answer_to_its_reque
     message = json.loads(line)
     assert message["id"] == "req-7" and message["result"]["isError"] is True
     assert "could not be shortened" in message["result"]["content"][0]["text"]
+
+
+def test_keeping_a_message_prunes_the_old_kept_ones_first(tmp_path: Path) -> None:
+    """The kept folder is in the temporary folder: a week-old kept message goes, and beyond KEEP_FILES the
+    oldest go, when the relay keeps a new one; files that are not kept messages are left alone."""
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    now = time.time()
+    stale = kept / "mcp-message-stale.json"
+    stale.write_bytes(b"{}")
+    os.utime(stale, (now - KEEP_SECONDS - 60,) * 2)
+    recent = []
+    for index in range(KEEP_FILES + 3):
+        path = kept / f"mcp-message-{index:03d}.json"
+        path.write_bytes(b"{}")
+        os.utime(path, (now - 3600 + index,) * 2)  # older first
+        recent.append(path)
+    other = kept / "notes.txt"
+    other.write_text("mine")
+    os.utime(other, (now - KEEP_SECONDS - 60,) * 2)
+
+    big = json.dumps({"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "y" * 20_000}]}})
+    (line,) = _relayed([big.encode()], 5000, kept)
+    left = sorted(p.name for p in kept.iterdir())
+    new = [name for name in left if name.startswith("mcp-message-") and name not in {p.name for p in recent}]
+    assert len(new) == 1 and (kept / new[0]).read_bytes() == big.encode()
+    assert not stale.exists() and other.exists()
+    survivors = [p for p in recent if p.exists()]
+    assert survivors == recent[-(KEEP_FILES - 1) :]  # with the new one, KEEP_FILES in all
+    assert new[0] in json.loads(line)["result"]["content"][0]["text"]

@@ -73,7 +73,8 @@ def configured_max_result_bytes() -> int:
 
 
 def kept_results_dir() -> Path:
-    """Where a shortened message is kept whole (the note in the result names its file)."""
+    """Where a shortened message is kept whole (the note in the result names its file); the relay keeps
+    the newest 20 there, a week at most (``mcp_relay.KEEP_FILES``)."""
     return Path(tempfile.gettempdir()) / "agentcell-mcp-results"
 
 

@@ -6,8 +6,9 @@ stdio server is therefore started through this relay: ``python mcp_relay.py CAP 
 The server reads the kernel's pipe (its stdin is the relay's) and writes into the relay, which passes lines
 of up to ``CAP`` bytes through unchanged. A longer line is copied whole into a file under ``KEEP_DIR`` as it
 arrives and forwarded shortened: its JSON strings keep ``CAP`` bytes of content in all, and each string
-that was cut ends with a note saying how large the message was and which file holds the whole. Memory and
-time stay linear in the message and bounded by the cap.
+that was cut ends with a note saying how large the message was and which file holds the whole (the folder
+keeps the newest few, see :data:`KEEP_FILES`). Memory and time stay linear in the message and bounded by
+the cap.
 
 Stdlib only, and run by path (never ``-m agentcell…``), so that it starts in milliseconds without the
 package.
@@ -15,12 +16,14 @@ package.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
+import time
 from typing import IO
 
 PLACEHOLDER = b"\\u0000agentcell-cut\\u0000"
@@ -30,6 +33,12 @@ SHORT = 256
 """Strings up to this long are always kept whole: keys, ids, types and MIME types keep the message's shape."""
 MAX_KEPT_BYTES = 1 << 30
 """The file that keeps a message whole stops growing here."""
+KEEP_FILES = 20
+KEEP_BYTES = 4 << 30
+KEEP_SECONDS = 7 * 24 * 3600
+"""``KEEP_DIR`` is in the temporary folder and one kept message can be a gigabyte: before keeping a new one,
+the kept ones older than a week go, then the oldest until fewer than :data:`KEEP_FILES` remain and they
+take at most :data:`KEEP_BYTES`."""
 OVERFLOW_FACTOR = 4
 """A shortened message still above this many caps (a huge array of numbers) is replaced by an error."""
 _SPECIAL = re.compile(rb'["\\]')
@@ -156,6 +165,28 @@ CUT_NOTE = "\n\n[... cut here: the MCP server "
 """How the note a cut string ends with begins."""
 
 
+def prune(keep_dir: str, *, now: float | None = None) -> None:
+    """Make room in ``keep_dir`` for one more kept message (see :data:`KEEP_SECONDS`)."""
+    kept: list[tuple[float, int, str]] = []
+    try:
+        with os.scandir(keep_dir) as entries:
+            for entry in entries:
+                if entry.name.startswith("mcp-message-") and entry.name.endswith(".json") and entry.is_file():
+                    info = entry.stat()
+                    kept.append((info.st_mtime, info.st_size, entry.path))
+    except OSError:
+        return
+    kept.sort()  # oldest first
+    cutoff = (time.time() if now is None else now) - KEEP_SECONDS
+    total = sum(size for _, size, _ in kept)
+    for index, (modified, size, path) in enumerate(kept):
+        if modified >= cutoff and len(kept) - index < KEEP_FILES and total <= KEEP_BYTES:
+            break  # this one and every newer one stay
+        with contextlib.suppress(OSError):
+            os.remove(path)
+        total -= size
+
+
 def note(name: str, size: int, cap: int, kept: str | None) -> str:
     where = f"The whole answer, as JSON-RPC, is kept in {kept}." if kept else "The whole answer was not kept."
     return (
@@ -176,6 +207,7 @@ class LongLine:
         if keep_dir is not None:
             try:
                 os.makedirs(keep_dir, exist_ok=True)
+                prune(keep_dir)
                 self.file = tempfile.NamedTemporaryFile(  # noqa: SIM115 (closed in finish)
                     "wb", prefix="mcp-message-", suffix=".json", dir=keep_dir, delete=False
                 )
