@@ -1,7 +1,8 @@
 """A real MCP server for the tests, written with the SDK's MCPServer (FastMCP's name in mcp 2).
 
 ``python mcp_server.py stdio`` serves on stdin/stdout; ``python mcp_server.py http`` serves streamable HTTP
-on 127.0.0.1 at a free port, which it prints on its first line once it listens.
+on 127.0.0.1 at a free port, which it prints on its first line once it listens, answering in event streams
+(``http json``: in JSON bodies).
 """
 
 from __future__ import annotations
@@ -56,23 +57,30 @@ def dotted() -> str:
 
 
 @server.tool()
+def huge(kilobytes: int) -> str:
+    """Text of about the given size, in lines of 1,025 characters."""
+    line = "0123456789abcdef" * 64 + "\n"
+    return line * (kilobytes * 1024 // len(line))
+
+
+@server.tool()
 def crash() -> str:
     """End the server process at once, as a crash would."""
     print("about to crash", file=sys.stderr, flush=True)
     os._exit(3)
 
 
-async def _serve_http() -> None:
+async def _serve_http(json_response: bool) -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(16)
-    config = uvicorn.Config(server.streamable_http_app(), log_level="warning")
+    config = uvicorn.Config(server.streamable_http_app(json_response=json_response), log_level="warning")
     print(sock.getsockname()[1], flush=True)
     await uvicorn.Server(config).serve(sockets=[sock])
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["http"]:
-        anyio.run(_serve_http)
+    if sys.argv[1:2] == ["http"]:
+        anyio.run(_serve_http, sys.argv[2:] == ["json"])
     else:
         server.run("stdio")

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -50,7 +52,8 @@ async def test_a_stdio_servers_tools_are_listed_called_and_removed(free: ToolReg
     async with McpTools(free, [_stdio("demo")], scope=SCOPE, cwd=workspace) as servers:
         (status,) = servers.statuses()
         assert (status.name, status.state, status.error) == ("demo", "running", None)
-        names = ["demo__add", "demo__pid", "demo__pixel", "demo__fail", "demo__dotted_name", "demo__crash"]
+        names = ["add", "pid", "pixel", "fail", "dotted_name", "huge", "crash"]
+        names = [f"demo__{name}" for name in names]
         assert sorted(status.tools) == sorted(names)
         assert sorted(s.name for s in free.schemas(SCOPE)) == sorted(names)
         assert free.schemas() == [] and free.schemas("another_agent") == []
@@ -153,11 +156,14 @@ def test_a_bare_command_is_looked_up_on_path_then_beside_the_interpreter(
     assert kernel_command("./python") == "./python"
 
 
-@pytest.fixture
-async def http_server(tmp_path: Path) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
+@pytest.fixture(params=["events"])
+async def http_server(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[tuple[str, asyncio.subprocess.Process]]:
+    answers = ["json"] if request.param == "json" else []
     with (tmp_path / "http-server.log").open("w") as log:
         process = await asyncio.create_subprocess_exec(
-            sys.executable, str(SERVER), "http", stdout=asyncio.subprocess.PIPE, stderr=log
+            sys.executable, str(SERVER), "http", *answers, stdout=asyncio.subprocess.PIPE, stderr=log
         )
     assert process.stdout is not None
     port = int(await process.stdout.readline())  # printed once the socket listens
@@ -182,6 +188,36 @@ async def test_a_streamable_http_server_is_listed_called_and_crashes_cleanly(
         assert servers.statuses()[0].state == "crashed"
     assert await process.wait() == 3
     assert free.schemas(SCOPE) == []
+
+
+@pytest.mark.parametrize("http_server", ["events", "json"], indirect=True)
+async def test_a_long_http_answer_is_cut_to_the_cap_with_a_note_and_kept_whole(
+    free: ToolRegistry,
+    http_server: tuple[str, asyncio.subprocess.Process],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As a stdio server's through the relay: 3 MB of text, in an event stream or a JSON body, reaches
+    the tool result as the cap's worth with a note; the file it names holds the answer whole; a short
+    answer of the same server is untouched."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    url, _ = http_server
+    try:
+        async with McpTools(free, [McpServer(name="web", type="http", url=url)], scope=SCOPE, max_result_bytes=100_000):
+            result = await _call(free, "web__huge", kilobytes=3072)
+            assert (await _call(free, "web__add", a=40, b=2)).text_content == "42"
+    finally:
+        tempfile.tempdir = None
+    assert not result.is_error, result.text_content[:500]
+    shown = result.text_content
+    assert shown.startswith("0123456789abcdef" * 64) and len(shown) < 110_000
+    # The SDK's server sends the text twice (as content and as structured content): over 6 MB in all.
+    assert re.search(r"answered with 6,\d{3},\d{3} bytes, over the cap of 100,000 bytes per message", shown)
+    (kept,) = (tmp_path / "agentcell-mcp-results").iterdir()
+    assert f"kept in {kept}" in shown
+    whole = json.loads(kept.read_bytes())
+    assert len(whole["result"]["content"][0]["text"]) == 3072 * 1024 // 1025 * 1025
 
 
 # ---------------------------------------------------------------------------------------------- without a server

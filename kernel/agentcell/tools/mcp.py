@@ -56,8 +56,9 @@ _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 _STDERR_TAIL = 2000
 _RELAY = Path(__file__).with_name("mcp_relay.py")
 MAX_RESULT_BYTES = 1_000_000
-"""A stdio server's message (a tool result) longer than this reaches the kernel shortened, with a note
-saying so; ``AGENTCELL_MCP_MAX_RESULT_BYTES`` or ``McpTools(max_result_bytes=…)`` sets another cap."""
+"""A server's message (a tool result) longer than this reaches the kernel shortened, with a note saying so
+(stdio: ``mcp_relay.py``; streamable HTTP: ``mcp_http.py``); ``AGENTCELL_MCP_MAX_RESULT_BYTES`` or
+``McpTools(max_result_bytes=…)`` sets another cap."""
 
 
 def configured_max_result_bytes() -> int:
@@ -178,11 +179,24 @@ class McpConnection:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client
 
+            from .mcp_http import CappedTransport, sse_event_limit
+
+            # Each message over the cap is shortened on its way in, as the stdio relay does (mcp_http.py).
+            capped = CappedTransport(
+                httpx2.AsyncHTTPTransport(),
+                cap=self.max_result_bytes,
+                keep_dir=str(kept_results_dir()),
+                name=self.server.name,
+            )
             http = await stack.enter_async_context(
-                httpx2.AsyncClient(headers=self.server.headers, timeout=httpx2.Timeout(30.0, read=300.0))
+                httpx2.AsyncClient(
+                    headers=self.server.headers, timeout=httpx2.Timeout(30.0, read=300.0), transport=capped
+                )
             )
             assert self.server.url is not None  # the McpServer model requires it for http
-            return streamable_http_client(self.server.url, http_client=http)
+            return streamable_http_client(
+                self.server.url, http_client=http, max_sse_event_size=sse_event_limit(self.max_result_bytes)
+            )
         from mcp import StdioServerParameters
         from mcp.client.stdio import stdio_client
 
