@@ -248,6 +248,14 @@ describe("turn view", () => {
     expect(bars[2]?.getAttribute("class")).toBe("ac-spark-current");
   });
 
+  it("draws no sparkline while every turn was free, and one as soon as a turn cost something", () => {
+    const free = paint([context({ turn_costs: ["0", "0"] }), usageEnd({ input_tokens: 1162, output_tokens: 12, list_cost: "0" })]);
+    expect(free.querySelector(".ac-sparkline")).toBeNull();
+    expect(q(free, ".ac-turn-cost").textContent).toBe("turn $0");
+    const paid = paint([context({ turn_costs: ["0", "0"] }), usageEnd({ input_tokens: 10, list_cost: "0.002" })]);
+    expect(paid.querySelectorAll(".ac-sparkline rect").length).toBeGreaterThan(0);
+  });
+
   it("says what the prompt cache saved, per turn and per session, and nothing when it changed nothing", () => {
     const write = { input_tokens: 10, cache_creation: { ephemeral_5m_input_tokens: 4000 }, list_cost: "0.0125", uncached_cost: "0.01" };
     const read = { input_tokens: 10, cache_read_input_tokens: 4000, list_cost: "0.001", uncached_cost: "0.01" };

@@ -142,9 +142,12 @@ function budgetBar(budget: bigint | null, spent: bigint): HTMLElement | null {
   );
 }
 
-function sparkline(costs: bigint[]): SVGSVGElement {
+/** Bars of the last turns' costs against the dearest of them; none while every one was free (the local and
+ * scripted models), where a row of 1-pixel stubs would compare nothing and read as a stray mark. */
+function sparkline(costs: bigint[]): SVGSVGElement | null {
   const shown = costs.slice(-SPARK_TURNS);
   const max = shown.reduce((a, b) => (b > a ? b : a), 0n);
+  if (max === 0n) return null;
   const width = 4 * SPARK_TURNS;
   const height = 16;
   const svg = document.createElementNS(SVG, "svg");
