@@ -61,7 +61,7 @@ from .toolcalls import WRITE_TOOLS, kind_of, locations_of, result_content, title
 if TYPE_CHECKING:
     from .. import Session, Usage
 
-__all__ = ["UpdateMapper", "context_window", "delta_text"]
+__all__ = ["UpdateMapper", "context_window"]
 
 Diffs = Callable[[str], list[FileEditToolCallContent]]
 
@@ -79,16 +79,6 @@ def context_window(model: ModelConfig) -> int:
     if name.startswith(("gpt-5", "gpt-4.1")):
         return 400_000
     return 128_000
-
-
-def delta_text(item: StreamItem) -> str | None:
-    """The text of a primary-thread message delta, else None: the hot path, one call per delta."""
-    # The tag, not isinstance: pydantic's model classes answer isinstance through ABCMeta, which costs
-    # a fifth of a microsecond, and a reply has tens of thousands of deltas.
-    if item.type != "event_delta" or item.thread_id is not None:
-        return None
-    block = item.delta.content
-    return block.text if block.type == "text" else None
 
 
 def _text(content: list[ContentBlock]) -> str:
@@ -147,14 +137,15 @@ class UpdateMapper:
     # ------------------------------------------------------------------------------------------ entry points
 
     def live(self, item: StreamItem) -> list[Item]:
-        """What to send for an item of a running turn (a text delta: see :func:`delta_text`)."""
+        """What to send for an item of a running turn. The primary thread's text deltas never come here:
+        :meth:`~agentcell.acp.outbox.Outbox.forward` queues them itself (the hot path); other deltas show
+        nothing until their event is complete."""
         if isinstance(item, EventStart):
             if item.thread_id is None and item.event.type == "agent.message":
                 self._streamed.add(item.event.id)  # its deltas go out as they come; the buffered copy does not
             return []
         if isinstance(item, EventDelta):
-            text = delta_text(item)
-            return [] if text is None else [TextChunk("message", item.event_id, text)]
+            return []
         return self._event(item, replay=False)
 
     def replay(self, item: StreamItem) -> list[Item]:

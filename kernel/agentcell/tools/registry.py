@@ -263,23 +263,13 @@ class ToolRegistry(ToolPipeline):
         for slot in self._visible_slots(scope):
             schema = offered.get(slot)
             if schema is None:
-                d = slot.hook
-                schema = offered[slot] = ToolSchema(
-                    name=d.name, description=d.description, input_schema=copy.deepcopy(dict(d.input_schema))
-                )
+                schema = offered[slot] = _schema_of(slot.hook)
             schemas.append(schema)
         return schemas
 
     def schemas(self, scope: str | None = None) -> list[ToolSchema]:
         """The model-facing fields of every visible tool, deep-copied: changing them changes nothing here."""
-        return [
-            ToolSchema(
-                name=d.name,
-                description=d.description,
-                input_schema=copy.deepcopy(dict(d.input_schema)),
-            )
-            for d in self.definitions(scope)
-        ]
+        return [_schema_of(d) for d in self.definitions(scope)]
 
     def execution_mode(self, call: ToolCall) -> ExecutionMode:
         """``parallel`` only when the visible definition says exactly True; everything else is exclusive."""
@@ -301,6 +291,15 @@ class ToolRegistry(ToolPipeline):
         if definition is None:
             return None
         return self._verdict(definition, call, self.policy_for(call)).permission
+
+
+def _schema_of(definition: ToolDefinition) -> ToolSchema:
+    """The model-facing fields of ``definition``, its input schema deep-copied."""
+    return ToolSchema(
+        name=definition.name,
+        description=definition.description,
+        input_schema=copy.deepcopy(dict(definition.input_schema)),
+    )
 
 
 def _names(names: Iterable[str] | None, field: str) -> frozenset[str] | None:
