@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 
 import httpx2
 
-from .mcp_relay import LongLine
+from .mcp_relay import LineCapper, LongLine
 
 __all__ = ["CappedTransport", "sse_event_limit"]
 
@@ -76,45 +76,12 @@ class CappedTransport(httpx2.AsyncBaseTransport):
     async def _event_stream(self, body: httpx2.AsyncByteStream) -> AsyncIterator[bytes]:
         """Lines up to the cap as they come; a longer ``data:`` line shortened at its end (another kind of
         line that long, which carries no message, is dropped)."""
-        pending = bytearray()
-        long: LongLine | None = None
-        dropping = False
+        lines = LineCapper(self._cap, self._keep_dir, self._name, prefix=_DATA)
         async for chunk in body:
-            out = bytearray()
-            pos = 0
-            while pos < len(chunk):
-                newline = chunk.find(b"\n", pos)
-                stop = len(chunk) if newline < 0 else newline
-                piece = chunk[pos:stop]
-                if long is not None:
-                    long.feed(piece)
-                elif not dropping:
-                    pending += piece
-                    if len(pending) > self._cap:
-                        if pending.startswith(_DATA):
-                            long = LongLine(self._cap, self._keep_dir)
-                            long.feed(bytes(pending[len(_DATA) :]))
-                        dropping = long is None
-                        pending.clear()
-                if newline < 0:
-                    break
-                if long is not None:
-                    message = long.finish(self._name)
-                    if message:
-                        out += _DATA + message + b"\n"
-                elif not dropping:
-                    out += pending + b"\n"
-                pending.clear()
-                long, dropping = None, False
-                pos = newline + 1
-            if out:
-                yield bytes(out)
-        if long is not None:
-            message = long.finish(self._name)
-            if message:
-                yield _DATA + message
-        elif pending and not dropping:
-            yield bytes(pending)
+            if out := lines.feed(chunk):
+                yield out
+        if rest := lines.finish():
+            yield rest
 
 
 class _Body(httpx2.AsyncByteStream):

@@ -242,34 +242,72 @@ class LongLine:
         return b'{"jsonrpc":"2.0","id":' + found.group(1) + b',"result":' + json.dumps(result).encode() + b"}"
 
 
-def relay(source: int, sink: IO[bytes], cap: int, keep_dir: str | None, name: str) -> None:
-    """Copy lines from ``source`` to ``sink`` until end of file, shortening those above ``cap`` bytes."""
-    pending = bytearray()  # the start of a line of at most ``cap`` bytes
-    long: LongLine | None = None
-    while chunk := os.read(source, _READ):
+class LineCapper:
+    """Lines of a byte stream fed in chunks of any size, each one above ``cap`` bytes shortened on the way
+    (:class:`LongLine`); shorter lines come out unchanged. With ``prefix`` (an event stream's ``data:``),
+    only a long line that starts with it carries a message: the prefix stays and the rest is shortened,
+    and any other line that long is dropped."""
+
+    def __init__(self, cap: int, keep_dir: str | None, name: str, prefix: bytes = b"") -> None:
+        self.cap, self.keep_dir, self.name, self.prefix = cap, keep_dir, name, prefix
+        self._pending = bytearray()  # the start of a line of at most ``cap`` bytes
+        self._long: LongLine | None = None
+        self._dropping = False
+
+    def feed(self, chunk: bytes) -> bytes:
+        """The lines ``chunk`` completes, each with its newline (a message with no id is left out)."""
+        out = bytearray()
         pos = 0
         while pos < len(chunk):
             newline = chunk.find(b"\n", pos)
             stop = len(chunk) if newline < 0 else newline
-            if long is None and len(pending) + stop - pos > cap:
-                long = LongLine(cap, keep_dir)
-                long.feed(bytes(pending))
-                pending.clear()
-            if long is not None:
-                long.feed(chunk[pos:stop])
-            else:
-                pending += chunk[pos:stop]
+            if self._long is not None:
+                self._long.feed(chunk[pos:stop])
+            elif not self._dropping:
+                self._pending += chunk[pos:stop]
+                if len(self._pending) > self.cap:
+                    self._begin_long()
             if newline < 0:
                 break
-            line = long.finish(name) if long is not None else bytes(pending)
-            pending.clear()
-            long = None
-            if line:
-                sink.write(line + b"\n")
-                sink.flush()
+            line = self._end_line()
+            if line is not None:
+                out += line + b"\n"
             pos = newline + 1
-    if pending or long is not None:
-        sink.write(long.finish(name) if long is not None else bytes(pending))
+        return bytes(out)
+
+    def finish(self) -> bytes:
+        """The last line, when the stream did not end with a newline."""
+        return self._end_line() or b""
+
+    def _begin_long(self) -> None:
+        head, prefix = bytes(self._pending), self.prefix
+        self._pending.clear()
+        if not head.startswith(prefix):
+            self._dropping = True
+            return
+        self._long = LongLine(self.cap, self.keep_dir)
+        self._long.feed(head[len(prefix) :])
+
+    def _end_line(self) -> bytes | None:
+        long, dropping = self._long, self._dropping
+        line = bytes(self._pending)
+        self._pending.clear()
+        self._long, self._dropping = None, False
+        if long is not None:
+            message = long.finish(self.name)
+            return self.prefix + message if message else None
+        return None if dropping else line
+
+
+def relay(source: int, sink: IO[bytes], cap: int, keep_dir: str | None, name: str) -> None:
+    """Copy lines from ``source`` to ``sink`` until end of file, shortening those above ``cap`` bytes."""
+    lines = LineCapper(cap, keep_dir, name)
+    while chunk := os.read(source, _READ):
+        if out := lines.feed(chunk):
+            sink.write(out)
+            sink.flush()
+    if rest := lines.finish():
+        sink.write(rest)
         sink.flush()
 
 
