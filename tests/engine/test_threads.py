@@ -333,3 +333,61 @@ async def test_a_sequence_of_tool_choices_forces_the_first_requests_in_order(db_
         await session.ask("again", tool_choice=["spawn_thread", "wait"])
     assert session.status == "idle"  # refused before the turn began: nothing was recorded for it
     await engine.aclose()
+
+
+async def test_a_thread_the_coordinator_did_not_wait_for_finishes_on_its_own(db_path: Path, workspace: Path) -> None:
+    # The spawn tool tells the model the thread "works on its own": ending the turn must not cut it off.
+    agents: list[str] = []
+
+    def script(request: ModelRequest) -> ScriptedResponse:
+        if request.system == "coordinator":
+            if not _results(request):
+                return ScriptedResponse(
+                    steps=[ScriptedToolCall(name="spawn_thread", input={"task": "count", "agent": agents[0]})]
+                )
+            return ScriptedResponse(steps=[ScriptedText(text="started it")])
+        return ScriptedResponse(steps=[ScriptedDelay(seconds=0.2), ScriptedText(text="counted to three")])
+
+    engine, _, _ = engine_over(db_path, workspace, script)
+    agents.append(engine.agents.create(name="counter", model="scripted", system="worker counter").id)
+    lead = engine.agents.create(name="lead", model="scripted", system="coordinator",
+                                multiagent={"agents": [{"id": agents[0]}]})  # fmt: skip
+    session = engine.sessions.create(agent=lead.id)
+    result = await session.ask("go")
+    assert result.stop_reason == ev.EndTurn() and result.text == "started it"
+    idle = next(e for e in result.events if isinstance(e, ev.SessionThreadStatusIdle))
+    assert idle.stop_reason == ev.EndTurn()
+    assert idle.usage.output_tokens > 0
+    answer = [e for e in result.events if isinstance(e, ev.AgentMessage) and e.thread_id == idle.thread_id]
+    assert "counted to three" in text_of(answer[-1])
+    types = [e.type for e in result.events]
+    assert types.index("session.thread_status_idle") < types.index("session.status_idle")
+    await engine.aclose()
+
+
+async def test_interrupting_a_turn_whose_threads_finish_on_their_own_stops_them(db_path: Path, workspace: Path) -> None:
+    agents: list[str] = []
+
+    def script(request: ModelRequest) -> ScriptedResponse:
+        if request.system == "coordinator":
+            if not _results(request):
+                return ScriptedResponse(
+                    steps=[ScriptedToolCall(name="spawn_thread", input={"task": "wait", "agent": agents[0]})]
+                )
+            return ScriptedResponse(steps=[ScriptedText(text="started it")])
+        return ScriptedResponse(steps=[ScriptedDelay(seconds=30)])
+
+    engine, _, _ = engine_over(db_path, workspace, script)
+    agents.append(engine.agents.create(name="slow", model="scripted", system="worker slow").id)
+    lead = engine.agents.create(name="lead", model="scripted", system="coordinator",
+                                multiagent={"agents": [{"id": agents[0]}]})  # fmt: skip
+    session = engine.sessions.create(agent=lead.id)
+    said = event_seen(session, "agent.message")
+    task = asyncio.create_task(session.ask("go"))
+    await said.wait()  # the coordinator is done; its turn waits for the thread
+    session.interrupt()
+    result = await task
+    assert result.stop_reason == ev.Interrupted()
+    idle = next(e for e in result.events if isinstance(e, ev.SessionThreadStatusIdle))
+    assert idle.stop_reason == ev.Interrupted()
+    await engine.aclose()

@@ -13,7 +13,9 @@ and its tool calls are answered in it. Threads run concurrently as tasks of the 
 share the session's usage and budget (every request reserves through the session) and report their own
 usage on ``session.thread_status_idle``. Their status uses ``session.thread_status_running``/``_idle``,
 which the session's active time counts with overlaps once; ``session.status_*`` stay the primary thread's.
-Threads still running when the coordinator's turn ends are interrupted with it. Spawned threads are not
+A thread works on its own, as the spawn tool tells the model: when the coordinator ends its turn without
+waiting, the turn stays open until its threads finish (its cell shows them working); an interrupt, an
+error or the budget ends them with the turn. Spawned threads are not
 offered custom tools (no client answers them there) nor these tools (one level of coordination).
 """
 
@@ -282,14 +284,24 @@ class ThreadManager:
         thread.task.cancel()
         return True
 
-    async def close(self) -> None:
-        """Interrupt the threads still running and wait until each has recorded that it stopped."""
+    async def close(self, *, finish: bool = False) -> None:
+        """Wait until every thread has recorded that it stopped: those still running are interrupted, or,
+        with ``finish`` (the coordinator ended its turn as it meant to), left to end on their own. An
+        interrupt while they finish interrupts them, and is raised once they have recorded it."""
         tasks = [t.task for t in self._threads.values() if t.task is not None]
+        if not tasks:
+            return
+        if finish:
+            try:
+                await asyncio.gather(*tasks, return_exceptions=True)
+                return
+            except asyncio.CancelledError:  # the gather passed the interrupt on to the threads
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
         for task in tasks:
             if not task.done():
                 task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _spawn_schema(settings: ResolvedMultiAgent) -> ToolSchema:

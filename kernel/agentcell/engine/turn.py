@@ -255,7 +255,7 @@ class TurnSupervisor:
             stop = ErrorStop(message=message)
         finally:
             try:
-                await turn.threads.close()
+                await turn.threads.close(finish=isinstance(stop, EndTurn))
             except asyncio.CancelledError:  # interrupted again while the threads were stopping
                 stop = Interrupted()
             # Guidance that came after the last request reached no model: say so, and keep it out of the
