@@ -111,3 +111,27 @@ def test_the_replay_magics(kernel_env: dict[str, str], tmp_path: Path) -> None:
     with running_kernel(kernel_env, cwd=tmp_path) as (_, kc):
         failed = execute(kc, "%record")
     assert failed.status == "error" and "runs no notebook" in failed.reply["evalue"]
+
+
+def test_running_all_cells_twice_replays_twice_and_identically(kernel_env: dict[str, str], tmp_path: Path) -> None:
+    recorded = record_notebook(kernel_env, tmp_path)
+    kernel_env.pop("AGENTCELL_MODEL")
+    cells = [("cell-paris", QUESTIONS[0]), ("cell-lyon", QUESTIONS[1])]
+    with running_kernel(kernel_env, cwd=tmp_path) as (_, kc):  # no key, a recording: auto
+        runs = []
+        for _ in range(2):  # Run All, then Run All again: each cell re-runs under its own id
+            runs.append([_turn_in_cell(kc, cell, question) for cell, question in cells])
+        status = execute(kc, "%replay status").stdout
+
+    def answers(turns: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:
+        return [[e for e in transcript(t) if e["type"].startswith("agent.")] for t in turns]
+
+    assert answers(runs[0]) == answers(runs[1]) == answers(recorded)
+    # Nothing went live (nothing could: the script is gone), nothing was missed.
+    assert "(2 requests, 4 replayed); sent live: 0; not recorded: 0" in status
+
+
+def _turn_in_cell(kc: Any, cell_id: str, code: str) -> list[dict[str, Any]]:
+    run = execute(kc, code, cell_id=cell_id)
+    assert run.status == "ok", run.reply
+    return list(run.displays[-1][TURN_MIMETYPE]["events"])

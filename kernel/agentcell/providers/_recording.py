@@ -2,8 +2,9 @@
 
 The first line is a header; every other line is an :class:`Entry`: the request's fingerprint and part
 hashes, the cell it came from, the provider-neutral stream it produced, and what it cost. Entries of the
-same fingerprint are answered in the order they were recorded (the same question asked twice gets its two
-answers in turn).
+same fingerprint are answered in the order they were recorded (a cell re-run while recording gets its two
+answers in turn), and then from the first again: running the notebook a second time replays it as the
+first time did.
 
 Nothing secret reaches the file: requests are stored only as hashes, headers and keys are never part of an
 entry, and as a last guard every value of an environment variable named like a credential is replaced by
@@ -241,22 +242,15 @@ class Recording:
             return sum(self._taken.values())
 
     def take(self, fingerprint: str) -> Entry | None:
-        """The next unanswered entry of ``fingerprint``, in recorded order; None when there is none left."""
+        """The next entry of ``fingerprint`` in recorded order, starting over after the last; None when it
+        was never recorded."""
         with self._lock:
-            done = self._taken.get(fingerprint, 0)
             matches = [e for e in self._entries if e.fingerprint == fingerprint]
-            if done >= len(matches):
+            if not matches:
                 return None
+            done = self._taken.get(fingerprint, 0)
             self._taken[fingerprint] = done + 1
-            return matches[done]
-
-    def recorded_count(self, fingerprint: str) -> int:
-        with self._lock:
-            return sum(1 for e in self._entries if e.fingerprint == fingerprint)
-
-    def answered_count(self, fingerprint: str) -> int:
-        with self._lock:
-            return self._taken.get(fingerprint, 0)
+            return matches[done % len(matches)]
 
     def rewind(self) -> None:
         """Answer from the first entry again (a new run of the notebook)."""

@@ -175,11 +175,6 @@ class Replayer:
         recording = self.recording
         if not recording.entries:
             return "the recording is empty" if self.path.exists() else "there is no recording yet"
-        if (count := recording.recorded_count(digest.fingerprint)) > 0:
-            return (
-                f"this exact request was recorded {count} time(s), and each was replayed already; `%session new` "
-                "starts the notebook's conversation afresh"
-            )
         same_model = recording.for_model(digest.model)
         if not same_model:
             models = ", ".join(sorted({e.model for e in recording.entries}))
