@@ -470,6 +470,9 @@ class SpanModelRequestEnd(_EventBase):
     model_usage: Usage
     stop_reason: str | None = None
     """The provider's stop reason (end_turn, tool_use, max_tokens, pause_turn, refusal...)."""
+    source: Literal["replay", "live"] | None = None
+    """Where the notebook's recording was consulted: ``replay``, answered from it; ``live``, sent to the model
+    because the recording had no answer. None when no recording was involved."""
 
 
 class SpanOutcomeEvaluationStart(_EventBase):

@@ -118,3 +118,27 @@ def test_a_sub_agent_thread_is_nested_under_the_call_that_spawned_it() -> None:
     assert markdown.index("spawn_thread") < markdown.index("<details><summary>🧵 thread counter (scripted) — finished")
     assert "I counted 3." in markdown
     assert view.turn_usage.list_cost == Decimal("0.001")  # the turn pays for its threads
+
+
+def _end(event_id: str, source: str | None) -> ev.SpanModelRequestEnd:
+    return ev.SpanModelRequestEnd(**env(event_id), model_request_start_id="s", model_usage=Usage(), source=source)
+
+
+def test_a_turn_says_where_its_answers_came_from_only_when_a_recording_was_consulted() -> None:
+    quiet = TurnFold()
+    quiet.apply(_end("a", None))
+    assert quiet.origin is None and "recording" not in quiet.footer() and "origin" not in quiet.statuses()
+
+    replayed = TurnFold()
+    replayed.apply(_end("a", "replay"))
+    assert replayed.origin == "replayed" and replayed.statuses()["origin"] == "replayed"
+    assert replayed.footer().endswith("replayed from the notebook's recording")
+
+    mixed = TurnFold()
+    mixed.apply(_end("a", "replay"))
+    mixed.apply(_end("b", "live"))
+    assert mixed.origin == "partly replayed" and "sent live" in mixed.footer()
+
+    live = TurnFold()
+    live.apply(_end("a", "live"))
+    assert live.origin == "live" and "sent live: not in the notebook's recording" in live.footer()

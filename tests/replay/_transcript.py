@@ -27,7 +27,8 @@ from agentcell.providers._recording import Entry, Recording
 from agentcell.providers.base import ResponseAccumulator
 
 TURN_MIMETYPE = "application/vnd.agentcell.turn+json"
-_VOLATILE = ("id", "created_at", "session_id", "processed_at")
+_VOLATILE = ("id", "created_at", "session_id", "processed_at", "source")
+"""Minted at run time, or (``source``) saying whether this run's answer was replayed or live."""
 _REFERENCES = ("tool_use_id", "model_request_start_id", "custom_tool_use_id")
 _THREAD_ID = re.compile(r"sthr_[0-9A-HJKMNP-TV-Z]{26}")
 

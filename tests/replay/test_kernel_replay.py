@@ -127,6 +127,11 @@ def test_running_all_cells_twice_replays_twice_and_identically(kernel_env: dict[
         return [[e for e in transcript(t) if e["type"].startswith("agent.")] for t in turns]
 
     assert answers(runs[0]) == answers(runs[1]) == answers(recorded)
+    # Each turn says it was replayed (the turn bundle keeps it, so a saved notebook does too).
+    assert all(
+        [e.get("source") for e in t if e["type"] == "span.model_request_end"] == ["replay"] for run in runs for t in run
+    )
+    assert all(e.get("source") is None for t in recorded for e in t if e["type"] == "span.model_request_end")
     # Nothing went live (nothing could: the script is gone), nothing was missed.
     assert "(2 requests, 4 replayed); sent live: 0; not recorded: 0" in status
 

@@ -249,7 +249,9 @@ class TurnRunner:
                             self._recorder.preview(event, state)
                     response = accumulator.finish()
                 except ProviderError as error:
-                    self._end_span(start, cut_short_usage(accumulator.usage, state, request), pricing, worst)
+                    self._end_span(
+                        start, cut_short_usage(accumulator.usage, state, request), pricing, worst, source=state.source
+                    )
                     retry = state.shown and error.retryable and attempt < ENGINE_RETRY.max_retries
                     self._emit_error(
                         _error_type(error),
@@ -263,11 +265,15 @@ class TurnRunner:
                     continue
                 except asyncio.CancelledError:
                     self._recorder.keep_interrupted_text(state)
-                    self._end_span(start, cut_short_usage(accumulator.usage, state, request), pricing, worst)
+                    self._end_span(
+                        start, cut_short_usage(accumulator.usage, state, request), pricing, worst, source=state.source
+                    )
                     raise
                 if record:
                     self._commit(response, state)
-                self._end_span(start, response.usage, pricing, worst, stop_reason=response.stop_reason)
+                self._end_span(
+                    start, response.usage, pricing, worst, stop_reason=response.stop_reason, source=state.source
+                )
                 if record and (warning := log.cache_watch.observe(self.thread_id, request, response.usage)):
                     self._emit_error(MISS_ERROR_TYPE, warning)
                 return response
@@ -283,13 +289,14 @@ class TurnRunner:
         ceiling: Decimal,
         *,
         stop_reason: str | None = None,
+        source: Literal["replay", "live"] | None = None,
     ) -> None:
         """Close the request's span with its priced usage and add that to the session's usage. A cost past
         the request's worst case (``ceiling``) is usage the request could not have produced: it is priced at
         the ceiling, so the budget holds, and reported as a provider anomaly."""
         if pricing is None:  # no known list price: the request's cost is unknown, not $0
             priced = usage.model_copy(update={"list_cost": None, "unpriced_requests": 1})
-            self._close_span(start, priced, stop_reason)
+            self._close_span(start, priced, stop_reason, source)
             return
         cost = pricing(usage)
         if cost > ceiling:
@@ -299,9 +306,15 @@ class TurnRunner:
                 f"at most {format_usd(ceiling)} ({usage.input_tokens:,} input and {usage.output_tokens:,} output "
                 f"tokens reported, max_tokens {start.max_tokens}); it is counted at {format_usd(ceiling)}",
             )
-        self._close_span(start, price_usage(pricing, usage, ceiling=ceiling), stop_reason)
+        self._close_span(start, price_usage(pricing, usage, ceiling=ceiling), stop_reason, source)
 
-    def _close_span(self, start: SpanModelRequestStart, priced: Usage, stop_reason: str | None) -> None:
+    def _close_span(
+        self,
+        start: SpanModelRequestStart,
+        priced: Usage,
+        stop_reason: str | None,
+        source: Literal["replay", "live"] | None = None,
+    ) -> None:
         self.log.emit(
             self.log.make(
                 SpanModelRequestEnd,
@@ -310,6 +323,7 @@ class TurnRunner:
                 is_error=stop_reason is None,
                 model_usage=priced,
                 stop_reason=stop_reason,
+                source=source,
             )
         )
         self.log.add_usage(priced, thread_id=self.thread_id)

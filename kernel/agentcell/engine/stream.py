@@ -33,6 +33,7 @@ from ..providers.base import (
     ModelRequest,
     ModelResponse,
     RedactedThinkingPart,
+    ResponseStart,
     ServerToolCallPart,
     ServerToolResultPart,
     StreamEvent,
@@ -71,10 +72,14 @@ class Attempt:
     shown: bool = False
     generated_chars: int = 0
     """Characters of text, thinking and tool input received: a floor for the output of a cut request."""
+    source: Literal["replay", "live"] | None = None
+    """Where the answer came from when a notebook's recording was consulted (``ResponseStart.source``)."""
 
     def see(self, event: StreamEvent) -> None:
         self.shown = self.shown or shows_output(event)
-        if isinstance(event, TextDelta):
+        if isinstance(event, ResponseStart):
+            self.source = event.source
+        elif isinstance(event, TextDelta):
             self.generated_chars += len(event.text)
         elif isinstance(event, ThinkingDelta):
             self.generated_chars += len(event.thinking)

@@ -162,6 +162,9 @@ class ResponseStart(_Model):
     kind: Literal["response_start"] = "response_start"
     model: str | None = None
     response_id: str | None = None
+    source: Literal["replay", "live"] | None = None
+    """Set where a notebook's recording is consulted: ``replay``, answered from it; ``live``, sent to the
+    model because the recording has no answer for the request. None when no recording is involved."""
 
 
 class BlockStart(_Model):

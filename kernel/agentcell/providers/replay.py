@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from decimal import Decimal
 from pathlib import Path
 from typing import Literal, TypeAlias, get_args
@@ -37,7 +37,7 @@ from ._fingerprint import (
     translate_minted_ids,
 )
 from ._recording import CellRef, Entry, Prices, Recording, recorded_pricing, recording_path
-from .base import ModelConfig, ModelRequest, Provider, StreamEvent, UsageUpdate
+from .base import ModelConfig, ModelRequest, Provider, ResponseStart, StreamEvent, UsageUpdate
 
 __all__ = [
     "MODES",
@@ -51,6 +51,7 @@ __all__ = [
 ]
 
 ReplayMode: TypeAlias = Literal["off", "record", "replay", "auto"]
+Source: TypeAlias = Literal["replay", "live"]
 MODES: tuple[ReplayMode, ...] = get_args(ReplayMode)
 
 NOT_RECORDED = "not recorded:"
@@ -285,7 +286,7 @@ class ReplayProvider(Provider):
         entry = replayer.recording.take(digest.fingerprint)
         if entry is not None:
             ids = {old: new for old, new in zip(entry.minted_ids, digest.minted_ids, strict=False) if old != new}
-            for event in translate_minted_ids(entry.events, ids):
+            async for event in _marked(translate_minted_ids(entry.events, ids), "replay"):
                 await asyncio.sleep(0)  # let interrupts and the renderer in, as a socket read would
                 yield event
             return
@@ -302,7 +303,7 @@ class ReplayProvider(Provider):
         try:
             provider = self.live()
             self.replayer.live += 1
-            async for event in provider.stream(request):
+            async for event in _marked(provider.stream(request), "live"):
                 started = True
                 yield event
         except (ProviderError, UserError) as exc:
@@ -343,3 +344,25 @@ class ReplayProvider(Provider):
         live, self._live = self._live, None
         if live is not None:
             await live.aclose()
+
+
+async def _marked(
+    events: Iterable[StreamEvent] | AsyncIterable[StreamEvent], source: Source
+) -> AsyncIterator[StreamEvent]:
+    """``events`` with their response's start saying where the answer came from (a start is added first when
+    a recorded stream has none)."""
+    first = True
+    iterator = events if isinstance(events, AsyncIterable) else _aiter(events)
+    async for event in iterator:
+        if first and isinstance(event, ResponseStart):
+            yield event.model_copy(update={"source": source})
+        else:
+            if first:
+                yield ResponseStart(source=source)
+            yield event
+        first = False
+
+
+async def _aiter(events: Iterable[StreamEvent]) -> AsyncIterator[StreamEvent]:
+    for event in events:
+        yield event

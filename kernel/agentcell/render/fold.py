@@ -54,7 +54,7 @@ from ..records.workflow_events import (
     WorkflowRunStepStarted,
 )
 from ..usage import Budget, Usage
-from .statuses import ToolState, thread_status, tool_status, turn_status
+from .statuses import ToolState, origin, thread_status, tool_status, turn_status
 
 __all__ = ["OutcomeState", "ToolState", "TurnFold", "Verdict"]
 
@@ -145,6 +145,8 @@ class TurnFold:
     """The input tokens of the turn's first answered request: the context it started from."""
     ended_at: datetime | None = None
     """When the turn's ``session.status_idle`` arrived."""
+    sources: set[str] = field(default_factory=set)
+    """Where the turn's answers came from when the notebook's recording was consulted (see :attr:`origin`)."""
     workflow_events: list[_RunEvent] = field(default_factory=list)
     """The ``workflow_run.*`` events of the turn, whichever thread started the run (see :attr:`workflow_runs`)."""
     _runs: tuple[int, list[WorkflowRun]] = field(default=(0, []), init=False, repr=False, compare=False)
@@ -352,6 +354,8 @@ class TurnFold:
             for key, o in self.outcomes.items()
         }
         statuses: dict[str, Any] = {"turn": self.status, "tools": tools, "threads": threads, "outcomes": outcomes}
+        if (where := self.origin) is not None:  # only then, so logs made without a recording keep their shape
+            statuses["origin"] = where
         if self.workflow_runs:  # only then, so logs without a run keep their shape
             statuses["workflows"] = {
                 run.id: {
@@ -377,9 +381,16 @@ class TurnFold:
         if self.context_tokens is None and not item.is_error:
             self.context_tokens = item.model_usage.total_input_tokens
         self.turn_usage = self.turn_usage + item.model_usage
+        if item.source is not None:
+            self.sources.add(item.source)
         if item.is_error:  # a failed attempt's previews are abandoned: a retry streams afresh
             self.blocks = [(kind, key) for kind, key in self.blocks if key not in self.previewed]
             self.previewed.clear()
+
+    @property
+    def origin(self) -> str | None:
+        """``replayed``, ``live`` or ``partly replayed`` when the notebook's recording was consulted."""
+        return origin(self.sources)
 
     @property
     def context_line(self) -> str | None:

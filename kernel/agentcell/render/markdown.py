@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from .._format import format_cache_saving, format_cost, format_usd
 from ..events import ImageBlock, TextBlock
-from .statuses import RUNNING
+from .statuses import ORIGIN_WORDS, RUNNING
 from .workflow_rows import item_threads, row_cells, run_summary, totals_text
 
 if TYPE_CHECKING:
@@ -146,7 +146,8 @@ def _cost_with_saving(usage: Usage) -> str:
 def footer(fold: TurnFold) -> str:
     """The last line of a finished turn: what context it carried, its usage and why it stopped."""
     context = f"{fold.context_line} · " if fold.context_line else ""
-    return context + usage_line(fold) + (f" · stop: {fold.stop_reason}" if fold.stop_reason else "")
+    where = f" · {ORIGIN_WORDS[fold.origin]}" if fold.origin else ""
+    return context + usage_line(fold) + (f" · stop: {fold.stop_reason}" if fold.stop_reason else "") + where
 
 
 def thread_state(status: str) -> str:

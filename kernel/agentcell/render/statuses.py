@@ -15,10 +15,12 @@ from typing import Literal, TypeAlias, get_args
 from ..events import ContentBlock, DeniedBy, SessionSkillActivated
 
 __all__ = [
+    "ORIGIN_WORDS",
     "RUNNING",
     "TOOL_STATUSES",
     "ToolState",
     "ToolStatus",
+    "origin",
     "thread_status",
     "tool_status",
     "turn_status",
@@ -103,3 +105,22 @@ def thread_status(stop_reason: str | None) -> str:
 def turn_status(stop_reason: str | None) -> str:
     """The turn's status: running until ``session.status_idle``, then why it stopped."""
     return RUNNING if stop_reason is None else stop_reason
+
+
+ORIGIN_WORDS = {
+    "replayed": "replayed from the notebook's recording",
+    "live": "sent live: not in the notebook's recording",
+    "partly replayed": "partly replayed, partly sent live (not in the notebook's recording)",
+}
+"""What each origin says to people (the badge's tooltip, the saved turn's line)."""
+
+
+def origin(sources: set[str]) -> str | None:
+    """Where a turn's answers came from, when the notebook's recording was consulted (the ``source`` of its
+    ``span.model_request_end`` events): ``replayed``, ``live`` or ``partly replayed``; None otherwise, the
+    quiet case of a notebook without a recording."""
+    if not sources:
+        return None
+    if sources == {"replay"}:
+        return "replayed"
+    return "live" if sources == {"live"} else "partly replayed"

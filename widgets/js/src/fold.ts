@@ -163,6 +163,7 @@ const HANDLERS: Record<string, Handler> = {
       }
       state.request = null;
       state.retries = item.is_error === true ? state.retries : 0;
+      if (typeof item.source === "string") state.sources.add(item.source);
     }
     if (item.is_error === true) {
       // A failed attempt's previews are abandoned: its retry streams afresh under new ids.

@@ -172,6 +172,8 @@ export interface TurnState {
   contextTurns: number | null;
   /** The input tokens of the turn's first answered request: the context it started from. */
   contextTokens: number | null;
+  /** Where the turn's answers came from when the notebook's recording was consulted ("replay", "live"). */
+  sources: Set<string>;
   sessionUsage: UsageJson | null;
   budget: BudgetJson | null;
   /** Ids opened by a preview and not yet confirmed by their buffered event (dropped if the attempt fails). */
@@ -203,6 +205,7 @@ export function emptyState(): TurnState {
     retries: 0,
     contextTurns: null,
     contextTokens: null,
+    sources: new Set(),
     sessionUsage: null,
     budget: null,
     previewed: new Set(),

@@ -68,11 +68,30 @@ function threadOrderOf(state: TurnState, id: string): string[] {
   return [];
 }
 
+/** What each origin says to people (the badge's tooltip), as `ORIGIN_WORDS` on the Python side. */
+export const ORIGIN_WORDS: Record<string, string> = {
+  replayed: "replayed from the notebook's recording",
+  live: "sent live: not in the notebook's recording",
+  "partly replayed": "partly replayed, partly sent live (not in the notebook's recording)",
+};
+
+/**
+ * Where a turn's answers came from when the notebook's recording was consulted: "replayed", "live" or
+ * "partly replayed"; null otherwise (a notebook without a recording: the quiet case).
+ */
+export function originOf(sources: Set<string>): string | null {
+  if (!sources.size) return null;
+  if (sources.size === 1 && sources.has("replay")) return "replayed";
+  return sources.size === 1 && sources.has("live") ? "live" : "partly replayed";
+}
+
 export interface Statuses {
   turn: string;
   tools: Record<string, ToolStatus>;
   threads: Record<string, string>;
   outcomes: Record<string, { status: string; verdicts: (string | null)[] }>;
+  /** Only where the notebook's recording was consulted (so logs made without one keep their shape). */
+  origin?: string;
   /** Only in a turn with workflow runs (so logs without one keep their shape). */
   workflows?: Record<string, RunStatuses>;
 }
@@ -89,8 +108,11 @@ export function statusesOf(state: TurnState): Statuses {
     outcomes[o.id] = { status: o.status, verdicts };
   }
   const turn = state.status === "running" ? RUNNING : (state.stopReason ?? RUNNING);
-  if (!state.workflows.size) return { turn, tools, threads, outcomes };
+  const statuses: Statuses = { turn, tools, threads, outcomes };
+  const origin = originOf(state.sources);
+  if (origin) statuses.origin = origin;
+  if (!state.workflows.size) return statuses;
   const workflows: Record<string, RunStatuses> = {};
   for (const run of state.workflows.values()) workflows[run.id] = runStatuses(run);
-  return { turn, tools, threads, outcomes, workflows };
+  return { ...statuses, workflows };
 }

@@ -232,6 +232,16 @@ describe("turn view", () => {
     expect(q(paint([context(), running()]), ".ac-turn-status").textContent).toBe("running");
   });
 
+  it("says in the header where the answers came from, only when the notebook's recording was consulted", () => {
+    const replayed = paint([context(), running(), { ...usageEnd({ input_tokens: 3 }), source: "replay" }, idle()]);
+    expect(q(replayed, ".ac-origin").textContent).toBe("replayed");
+    expect(q(replayed, ".ac-origin").getAttribute("title")).toBe("replayed from the notebook's recording");
+    const mixed = [{ ...usageEnd({ input_tokens: 3 }), source: "replay" }, { ...usageEnd({ input_tokens: 4 }), source: "live" }];
+    expect(q(paint([context(), running(), ...mixed, idle()]), ".ac-origin").textContent).toBe("partly replayed");
+    expect(q(paint([context(), running(), { ...usageEnd({}), source: "live" }, idle()]), ".ac-origin-live").textContent).toBe("live");
+    expect(paint([context(), running(), usageEnd({ input_tokens: 3 }), idle()]).querySelector(".ac-origin")).toBeNull();
+  });
+
   it("shows the cost meter: tokens, turn and session cost, budget bar and sparkline", () => {
     const root = paint([
       context(),

@@ -3,6 +3,7 @@
  * request, without stopping the turn; Enter sends it). */
 
 import type { TurnState } from "../state";
+import { ORIGIN_WORDS, originOf } from "../status";
 import { h, replaceChildren } from "./dom";
 import type { Send } from "./tool";
 
@@ -20,7 +21,8 @@ export class Header {
     const ctx = state.context;
     const live = state.status === "running" && state.live;
     const status = state.status === "running" ? (state.interruptRequested ? "stopping" : "running") : `done: ${state.stopReason ?? "end_turn"}`;
-    const signature = JSON.stringify([state.model, ctx?.agent_name, ctx?.agent_version, ctx?.preset, status, state.stopDetail, live, this.stopping]);
+    const origin = originOf(state.sources);
+    const signature = JSON.stringify([state.model, ctx?.agent_name, ctx?.agent_version, ctx?.preset, status, state.stopDetail, live, this.stopping, origin]);
     if (signature === this.signature) return;
     this.signature = signature;
     const stop = live ? h("button", { type: "button", class: "ac-button ac-stop", "aria-label": "Stop this turn" }, this.stopping ? "Stopping…" : "Stop") : null;
@@ -46,6 +48,7 @@ export class Header {
         status,
         state.stopDetail ? `: ${state.stopDetail}` : "",
       ),
+      origin ? h("span", { class: `ac-origin ac-origin-${origin.replace(/ /g, "-")}`, title: ORIGIN_WORDS[origin] ?? origin }, origin) : null,
       stop,
       steer,
       danger
