@@ -87,3 +87,29 @@ def test_run_all_on_the_quickstart_replays_its_recording_with_no_key(page: Page,
     expect(status).to_contain_text("(3 requests, 3 replayed); sent live: 0; not recorded: 0")
     assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']").count() == 0
     screenshot(page, "quickstart-replayed-in-lab")
+
+
+def test_run_all_twice_replays_twice_and_each_turn_says_it_was_replayed(page: Page, keyless_lab: Lab) -> None:
+    folder = keyless_lab.root / "notebooks"
+    shutil.copy(folder / "quickstart.agentcell.jsonl", folder / "twice.agentcell.jsonl")
+    nb = nbformat.read(GALLERY / "quickstart.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("%replay status"))
+    nbformat.write(nb, folder / "twice.ipynb")
+    sources = [cell.source for cell in nb.cells]
+    last = len(sources) - 1
+    prompts = [i for i, s in enumerate(sources) if nb.cells[i].cell_type == "code" and not s.startswith(("%%", "%"))]
+    prompts.append(next(i for i, s in enumerate(sources) if s.startswith("%tools force")))
+
+    open_notebook(page, keyless_lab, "notebooks/twice.ipynb")
+    status = page.locator(".jp-Notebook .jp-Cell").nth(last).locator(".jp-OutputArea-output")
+    for run, replayed in ((1, 3), (2, 6)):
+        page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
+        expect(status).to_contain_text(
+            f"(3 requests, {replayed} replayed); sent live: 0; not recorded: 0", timeout=120_000
+        )
+        for index in prompts:
+            badge = turn(page, index).locator(".ac-origin")
+            expect(badge).to_have_text("replayed", timeout=30_000)
+            expect(badge).to_have_attribute("title", "replayed from the notebook's recording")
+        screenshot(page, f"quickstart-run-all-{run}-replayed")
