@@ -216,6 +216,20 @@ describe("approvals", () => {
     expect(q(root, ".ac-note-allow").textContent).toBe("Allowed always (a rule of this session: %permissions lists it)");
   });
 
+  it("show a call the user denied once: no duration, and the denial said once, with their message", () => {
+    const root = paint([
+      running(),
+      toolUse("t", "bash", { command: "rm -rf build" }, "ask"),
+      { type: "user.tool_confirmation", id: "c", tool_use_id: "t", result: "deny", remember: "once", deny_message: "not now" },
+      toolResult("t", [text("The user declined this tool call. Their message: not now")], true, { error_code: "DENIED", denied_by: "user" }),
+    ]);
+    expect(q(root, ".ac-status").textContent).toBe("denied");
+    expect(q(root, ".ac-note-deny").textContent).toBe("Denied: not now");
+    expect(root.querySelector(".ac-tool-time")).toBeNull();
+    expect(root.querySelector(".ac-tool-output")).toBeNull();
+    expect(root.textContent).not.toContain("The user declined");
+  });
+
   it("make danger-full-access unmistakable: a red pill and a warning", () => {
     const root = paint([context({ preset: "danger-full-access" }), running()]);
     expect(q(root, ".ac-preset").classList.contains("ac-preset-danger")).toBe(true);

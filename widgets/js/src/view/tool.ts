@@ -77,7 +77,9 @@ export class ToolCard {
     const lines = outputLines(tool);
     replaceChildren(this.summary, ...this.header(tool, status, action, lines));
     const panel = this.approval(tool, status, state, live, action);
-    replaceChildren(this.body, panel?.classList.contains("ac-approval") ? null : this.input(tool), panel, this.output(tool));
+    // A call the user denied never ran: the note says so and carries their message, which the result only repeats.
+    const saidByNote = status === "denied" && tool.confirmation?.result === "deny";
+    replaceChildren(this.body, panel?.classList.contains("ac-approval") ? null : this.input(tool), panel, saidByNote ? null : this.output(tool));
     this.setOpen(status !== "completed" || !many);
     if (panel?.classList.contains("ac-approval")) this.focusPanel(panel);
     else if (this.announced) clearTitleFlag();
@@ -129,7 +131,8 @@ export class ToolCard {
   }
 
   private header(tool: ToolBlock, status: string, action: Action, lines: number): (HTMLElement | null)[] {
-    const seconds = secondsBetween(tool.confirmation?.at ?? tool.startedAt, tool.endedAt);
+    // A denied call never ran: it has no duration to show.
+    const seconds = status === "denied" ? null : secondsBetween(tool.confirmation?.at ?? tool.startedAt, tool.endedAt);
     return [
       h("span", { class: "ac-tool-name" }, tool.name),
       h("span", { class: "ac-tool-kind" }, toolKind(tool.name, tool.custom, tool.server)),
