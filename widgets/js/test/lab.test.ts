@@ -9,7 +9,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { STALE_NOTE, bundleItems, isTurnBundle } from "../src/lab/bundle";
-import { wantsPython } from "../src/lab/cell_language";
+import { PYTHON_MIMETYPE, cellMimetype } from "../src/lab/cell_language";
 import { renderTurn } from "../src/lab/render";
 import { TurnStore } from "../src/store";
 import type { Item } from "../src/types";
@@ -75,13 +75,19 @@ describe("the saved turn renderer", () => {
   });
 });
 
-describe("%%python cells", () => {
+describe("cell magics' languages", () => {
   it("are Python while their first line's first word is %%python", () => {
-    expect(wantsPython("%%python\nxs = [1, 2]")).toBe(true);
-    expect(wantsPython("  %%python  \nx")).toBe(true);
-    expect(wantsPython("%%python")).toBe(true);
-    expect(wantsPython("%%pythonic\nx")).toBe(false);
-    expect(wantsPython("Explain %%python\nplease")).toBe(false);
-    expect(wantsPython("Plot [1, 2]")).toBe(false);
+    expect(cellMimetype("%%python\nxs = [1, 2]")).toBe(PYTHON_MIMETYPE);
+    expect(cellMimetype("  %%python  \nx")).toBe(PYTHON_MIMETYPE);
+    expect(cellMimetype("%%python")).toBe(PYTHON_MIMETYPE);
+    expect(cellMimetype("%%pythonic\nx")).toBeNull();
+    expect(cellMimetype("Explain %%python\nplease")).toBeNull();
+    expect(cellMimetype("Plot [1, 2]")).toBeNull();
+  });
+
+  it("are YAML for a %%workflow plan and plain text for an %%outcome, prose otherwise", () => {
+    expect(cellMimetype("%%workflow topic=sea\nsteps:\n  - for_each: [fish, waves]")).toBe("text/x-yaml");
+    expect(cellMimetype("%%outcome max_iterations=2\nWrite a sentence.\n---\nOne sentence.")).toBe("text/plain");
+    expect(cellMimetype("Write a sentence.\n---\nOne sentence.")).toBeNull();
   });
 });

@@ -1,20 +1,20 @@
 /**
- * `%%python` cells are Python: their editor switches to Python highlighting while the first line says
- * `%%python`, and back to the notebook's language (Markdown for agentcell prose) when it stops saying so.
- * The notebook resets every code cell's language when its kernel's language arrives, so a reset is undone
- * for the cells that want Python.
+ * Cell magics get their body's language: `%%python` cells are Python, `%%workflow` plans YAML, `%%outcome`
+ * cells plain text (`cellMimetype`). The editor switches while the first line says so, and back to the
+ * notebook's language (Markdown for agentcell prose) when it stops saying so. The notebook resets every
+ * code cell's language when its kernel's language arrives, so a reset is undone for these cells.
  */
 
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
 import type { ICellModel } from "@jupyterlab/cells";
 import { INotebookTracker, type NotebookPanel } from "@jupyterlab/notebook";
-import { PYTHON_MIMETYPE, wantsPython } from "./cell_language";
+import { cellMimetype } from "./cell_language";
 
 function follow(panel: NotebookPanel): void {
   const watched = new WeakSet<ICellModel>();
   const apply = (model: ICellModel): void => {
     if (model.type !== "code") return;
-    const wanted = wantsPython(model.sharedModel.getSource()) ? PYTHON_MIMETYPE : panel.content.codeMimetype;
+    const wanted = cellMimetype(model.sharedModel.getSource()) ?? panel.content.codeMimetype;
     if (model.mimeType !== wanted) model.mimeType = wanted;
   };
   const watch = (model: ICellModel): void => {
@@ -35,7 +35,7 @@ function follow(panel: NotebookPanel): void {
 
 export const pythonCellsPlugin: JupyterFrontEndPlugin<void> = {
   id: "agentcell-widgets:python-cells",
-  description: "Python highlighting for %%python cells.",
+  description: "The body's language for %%python, %%workflow and %%outcome cells.",
   autoStart: true,
   requires: [INotebookTracker],
   activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => {
