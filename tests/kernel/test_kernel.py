@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -275,3 +276,29 @@ def test_threads_magic_turns_coordination_on_and_off_and_force_takes_a_sequence(
         assert execute(kc, "%threads off").stdout.strip() == "threads off (agent v3)"
         assert execute(kc, "%tools force wait_thread").status == "error"
         assert "%threads [list | on [AGENT_ID…] | off]" in execute(kc, "%threads sideways").stderr
+
+
+def test_an_interrupted_turn_fails_its_cell_without_a_traceback(kernel_env: dict[str, str], tmp_path: Path) -> None:
+    # The toolbar's interrupt: the turn says "interrupted" itself; a red traceback under it said it again.
+    kernel_env["AGENTCELL_MODEL"] = write_script(
+        tmp_path / "s.json", [{"steps": [{"kind": "text", "text": "x " * 5000, "chunk_size": 2, "delay": 0.01}]}]
+    )
+    with running_kernel(kernel_env) as (km, kc):
+        execute(kc, "%config AgentCell.renderer = 'markdown'")
+        msg_id = kc.execute("stream for a while", stop_on_error=False)
+        seen: list[dict[str, Any]] = []
+        while not any("x x x" in json.dumps(m["content"]) for m in seen):
+            msg = kc.get_iopub_msg(timeout=20)
+            if msg["parent_header"].get("msg_id") == msg_id:
+                seen.append(msg)
+        km.interrupt_kernel()
+        while not (seen[-1]["msg_type"] == "status" and seen[-1]["content"]["execution_state"] == "idle"):
+            msg = kc.get_iopub_msg(timeout=20)
+            if msg["parent_header"].get("msg_id") == msg_id:
+                seen.append(msg)
+        reply = kc.get_shell_msg(timeout=10)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = kc.get_shell_msg(timeout=10)
+    assert reply["content"]["status"] == "error" and reply["content"]["ename"] == "TurnInterrupted"
+    assert not [m for m in seen if m["msg_type"] == "error"]
+    assert "stop: interrupted" in json.dumps(seen[-2]["content"])  # the turn's own last display says it

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..errors import TurnInterrupted
 from .host import AgentCell, NotebookAgent
 from .magics import register_magics
 from .routing import HOST_NAME, make_router
@@ -38,7 +39,15 @@ def load(shell: InteractiveShell, *, prose_is_agent: bool = False) -> NotebookAg
     # fail the reply with an AttributeError and leave the client waiting.
     if not hasattr(shell, "_last_traceback"):
         shell._last_traceback = None  # type: ignore[attr-defined]
+    if not shell.custom_exceptions:  # never in place of a handler the user set
+        shell.set_custom_exc((TurnInterrupted,), _interrupted_quietly)
     return host
+
+
+def _interrupted_quietly(shell: InteractiveShell, *_: object, **__: object) -> None:
+    """The user stopped a turn (the toolbar's interrupt): the turn already says "interrupted", so no red
+    traceback is printed under it. The cell still fails, so Run All stops there, as after any interrupt."""
+    shell._last_traceback = None  # type: ignore[attr-defined]  # no earlier cell's traceback in this reply
 
 
 def _install_router(shell: InteractiveShell, *, prose_is_agent: bool) -> None:
