@@ -69,7 +69,7 @@ def test_approvals_and_stop_on_this_comm_path(page: Page, comms_lab: Lab) -> Non
         view.get_by_role("button", name="Stop this turn").click()
         expect(view.locator(".ac-turn-status")).to_have_text("done: interrupted", timeout=10_000)
     else:
-        expect(view.locator(".ac-turn-status")).to_have_text("done: end_turn", timeout=60_000)
+        expect(view.locator(".ac-turn-status")).to_have_text("done", timeout=60_000)
         expect(view.locator(".ac-message")).to_have_text(("tick " * 600).strip())
         expect(view.get_by_role("button", name="Stop this turn")).to_have_count(0)
     wait_cell_done(page, 3)

@@ -78,7 +78,7 @@ def test_run_all_on_the_quickstart_replays_its_recording_with_no_key(page: Page,
     for prompt, reply in replies.items():
         index = next(i for i, source in enumerate(sources) if source.rstrip().endswith(prompt))
         view = turn(page, index)
-        expect(view.locator(".ac-turn-status")).to_have_text("done: end_turn", timeout=30_000)
+        expect(view.locator(".ac-turn-status")).to_have_text("done", timeout=30_000)
         # The widget renders the reply as Markdown; compare its words, as the reader sees them.
         shown = " ".join(view.locator(".ac-message").last.inner_text().split())
         assert shown == " ".join(reply.split())

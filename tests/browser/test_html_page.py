@@ -56,7 +56,7 @@ def test_the_page_renders_its_turns_from_saved_state_and_fetches_nothing(page: P
     view = page.locator(".agentcell-turn")
     expect(view.locator(".ac-message strong")).to_have_text("42")
     expect(view.locator(".ac-tool .ac-tool-output")).to_contain_text("42")
-    expect(view.locator(".ac-turn-status")).to_have_text("done: end_turn")
+    expect(view.locator(".ac-turn-status")).to_have_text("done")
     expect(page.locator(".agentcell-fallback")).to_be_hidden()  # the turn view stands in for it
     expect(page.locator(".agentcell-turn")).to_have_count(1)  # one view per turn: the bundle, not a widget
     assert "application/vnd.jupyter.widget-view+json" not in html

@@ -197,7 +197,7 @@ def _live(browser: Browser, lab: Lab, model: str, prompt: str) -> Surface:  # no
         wait_cell_done(page, 0)
         run_cell(page, 1)
         wait_cell_done(page, 1)
-        expect(turn(page, 1).locator(".ac-turn-status")).to_have_text("done: end_turn", timeout=60_000)
+        expect(turn(page, 1).locator(".ac-turn-status")).to_have_text("done", timeout=60_000)
         for toggle in turn(page, 1).locator("details:not([open]) > summary").all():
             toggle.click()  # open the thinking and the tool card, so their payloads render too
         return _look(page, ".jp-Cell:nth-child(2) .agentcell-turn", asked)

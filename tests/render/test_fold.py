@@ -142,3 +142,14 @@ def test_a_turn_says_where_its_answers_came_from_only_when_a_recording_was_consu
     live = TurnFold()
     live.apply(_end("a", "live"))
     assert live.origin == "live" and "sent live: not in the notebook's recording" in live.footer()
+
+
+def test_the_normal_end_of_a_turn_is_quiet_and_an_unusual_one_says_why() -> None:
+    def ended(reason: ev.StopReason) -> TurnFold:
+        view = TurnFold()
+        view.apply(ev.SessionStatusIdle(**env("i"), stop_reason=reason))
+        return view
+
+    assert "stop:" not in ended(ev.EndTurn()).footer()
+    assert ended(ev.MaxTurns()).footer().endswith("stop: max_turns")
+    assert ended(ev.Interrupted()).footer().endswith("stop: interrupted")

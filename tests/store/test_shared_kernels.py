@@ -197,7 +197,9 @@ def test_session_follow_shows_another_kernels_turn_live_and_read_only(
 
             shown_until(lambda text: "You said: first question" in text)  # the latest turn, from the store
             session.send_sync(answer)  # driven here, in another process: the kernel's view follows it
-            seen = shown_until(lambda text: f"You said: {answer}" in text and text.count("stop: end_turn") == 2)
+            seen = shown_until(
+                lambda text: f"You said: {answer}" in text and text.count(" · turn ") == 2
+            )  # both footers
             assert f"**you:** {answer}" in seen and "· idle ·" in seen
             assert "application/vnd.jupyter.widget-view+json" not in json.dumps(started.displays)  # no Stop
             assert "stopped following 1 session" in execute(kc, "%session follow stop").stdout

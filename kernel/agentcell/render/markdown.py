@@ -144,10 +144,13 @@ def _cost_with_saving(usage: Usage) -> str:
 
 
 def footer(fold: TurnFold) -> str:
-    """The last line of a finished turn: what context it carried, its usage and why it stopped."""
+    """The last line of a finished turn: what context it carried, its usage, why it stopped when that was
+    unusual, and whether it was replayed."""
     context = f"{fold.context_line} · " if fold.context_line else ""
     where = f" · {ORIGIN_WORDS[fold.origin]}" if fold.origin else ""
-    return context + usage_line(fold) + (f" · stop: {fold.stop_reason}" if fold.stop_reason else "") + where
+    # The normal end is quiet: only an unusual one says why it stopped.
+    unusual = fold.stop_reason and fold.stop_reason != "end_turn"
+    return context + usage_line(fold) + (f" · stop: {fold.stop_reason}" if unusual else "") + where
 
 
 def thread_state(status: str) -> str:

@@ -74,7 +74,7 @@ describe("the anywidget entry", () => {
     model.set("items", [context(), running(), message("m1", "**final** text"), idle()]);
     await frame();
     expect(el.querySelector(".ac-message strong")?.textContent).toBe("final");
-    expect(el.querySelector(".ac-turn-status")?.textContent).toBe("done: end_turn");
+    expect(el.querySelector(".ac-turn-status")?.textContent).toBe("done");
 
     const saved = new FakeModel([context(), running(), message("m1", "**final** text"), idle()]);
     const again = await mount(saved);

@@ -20,7 +20,9 @@ export class Header {
   update(state: TurnState): void {
     const ctx = state.context;
     const live = state.status === "running" && state.live;
-    const status = state.status === "running" ? (state.interruptRequested ? "stopping" : "running") : `done: ${state.stopReason ?? "end_turn"}`;
+    // The normal end is quiet ("done"); only an unusual one says why (interrupted, max_turns, budget_reached…).
+    const why = state.stopReason ?? "end_turn";
+    const status = state.status === "running" ? (state.interruptRequested ? "stopping" : "running") : why === "end_turn" ? "done" : `done: ${why}`;
     const origin = originOf(state.sources);
     const signature = JSON.stringify([state.model, ctx?.agent_name, ctx?.agent_version, ctx?.preset, status, state.stopDetail, live, this.stopping, origin]);
     if (signature === this.signature) return;
