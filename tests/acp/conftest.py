@@ -128,6 +128,16 @@ class Wire:
     def errors(self) -> list[dict[str, Any]]:
         return [m["error"] for m in self.received if "error" in m]
 
+    def updates_after(self, method: str, session_id: str) -> list[dict[str, Any]]:
+        """The ``session/update``s of ``session_id`` that came after the answer to the first ``method`` request."""
+        request_id = next(i for i, m in self.sent.items() if m == method)
+        answered = next(n for n, m in enumerate(self.received) if m.get("id") == request_id and "method" not in m)
+        return [
+            m
+            for m in self.received[answered + 1 :]
+            if m.get("method") == "session/update" and m["params"]["sessionId"] == session_id
+        ]
+
 
 class RecordingClient:
     """An editor: records updates, answers permission requests from a script, serves files from memory."""

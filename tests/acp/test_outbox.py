@@ -130,3 +130,14 @@ async def test_forward_joins_a_messages_deltas_and_maps_everything_else_in_order
         ("queued", "tool_call", None),
         ("queued", "agent_message_chunk", "de"),
     ]
+
+
+async def test_a_closed_outbox_takes_nothing_and_never_keeps_a_flush_waiting() -> None:
+    pipe = Pipe()
+    outbox = Outbox(pipe, "sesn_1", pipe.write_now)
+    outbox.put_text("message", "msg_1", "before")
+    await outbox.close()
+    outbox.put_text("message", "msg_1", "after")
+    outbox.put(ToolCallStart(session_update="tool_call", tool_call_id="toolu_1", title="late", status="pending"))
+    await outbox.flush()  # a turn's last flush after its session was closed: returns at once
+    assert pipe.texts() == [("now", "before")]

@@ -106,6 +106,11 @@ class _Live:
     files: ClientFiles
     disposers: list[Callable[[], None]] = field(default_factory=list)
     prompting: bool = False
+    answered: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set while no prompt is running: the latest ``session/prompt`` has its answer."""
+
+    def __post_init__(self) -> None:
+        self.answered.set()
 
 
 def engine_tools() -> ToolRegistry:
@@ -331,14 +336,18 @@ class AgentCellAcpAgent:
         )
 
     def _dispose(self, live: _Live) -> None:
-        live.session.interrupt()
         live.session.approver = None
         for dispose in live.disposers:
             dispose()
 
     async def _detach(self, session_id: str) -> None:
+        """Stop serving a session here. A running prompt is cancelled as ``session/cancel`` would, and
+        answered (``cancelled``) before the session's updates stop: a client never waits for an answer
+        that cannot come."""
         live = self._live.pop(session_id, None)
         if live is not None:
+            live.session.interrupt()
+            await live.answered.wait()
             self._dispose(live)
             await live.outbox.close()
 
@@ -430,6 +439,7 @@ class AgentCellAcpAgent:
     ) -> PromptResponse:
         session, outbox, mapper = live.session, live.outbox, live.mapper
         live.prompting = True
+        live.answered.clear()
         try:
             await outbox.forward(session.send(message, skills=skills), mapper.live)
             result = session.last_turn
@@ -440,9 +450,12 @@ class AgentCellAcpAgent:
             raise rpc_error(exc) from None
         finally:
             live.prompting = False
-            if session.title is None:  # after the turn: its first text is not kept waiting for a store write
-                self._title(live, message)
-            await outbox.flush()
+            try:
+                if session.title is None:  # after the turn: its first text is not kept waiting for a store write
+                    self._title(live, message)
+                await outbox.flush()
+            finally:
+                live.answered.set()
         if isinstance(result.stop_reason, ErrorStop):
             raise RequestError(-32603, f"the turn failed: {result.stop_reason.message}", {"stored": True})
         return PromptResponse(stop_reason=_stop_reason(result.stop_reason, mapper.provider_stop))

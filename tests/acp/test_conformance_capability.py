@@ -1,0 +1,40 @@
+"""The CAPABILITY tier of the ACP test kit's v1 checklist: what each capability ``agentcell acp`` advertises
+promises (load, resume, list, close, modes, config options, prompt content, auth), one test per requirement,
+named by the kit's id, against ``agentcell acp`` as a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from acp.schema import AgentMessageChunk
+
+from acp import text_block
+
+from .conftest import RecordingClient, acp_agent, script
+
+pytestmark = pytest.mark.slow
+
+SLOW = {"steps": [{"kind": "text", "text": "x" * 400, "chunk_size": 4, "delay": 0.02}]}
+"""A reply that streams for about two seconds: long enough to act while it runs."""
+
+
+async def test_acp_close_002_closing_a_session_mid_prompt_answers_the_prompt_cancelled(
+    acp_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    acp_env["AGENTCELL_MODEL"] = script(tmp_path / "slow.json", [SLOW])
+    client = RecordingClient()
+    first = asyncio.Event()
+    client.on_update = lambda update: first.set() if isinstance(update, AgentMessageChunk) else None
+    async with acp_agent(acp_env, client) as agent:
+        session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        prompt = asyncio.ensure_future(agent.conn.prompt(session_id=session.session_id, prompt=[text_block("go")]))
+        await first.wait()
+        await agent.conn.close_session(session_id=session.session_id)
+        answer = await prompt
+        again = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+    assert answer.stop_reason == "cancelled"
+    assert 0 < len(client.text()) < 400
+    assert agent.wire.updates_after("session/prompt", session.session_id) == []
+    assert again.session_id != session.session_id
