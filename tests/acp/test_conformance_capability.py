@@ -8,7 +8,7 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from acp.schema import AgentMessageChunk
+from acp.schema import AgentMessageChunk, AvailableCommandsUpdate, UserMessageChunk
 
 from acp import text_block
 
@@ -38,3 +38,19 @@ async def test_acp_close_002_closing_a_session_mid_prompt_answers_the_prompt_can
     assert 0 < len(client.text()) < 400
     assert agent.wire.updates_after("session/prompt", session.session_id) == []
     assert again.session_id != session.session_id
+
+
+async def test_acp_load_002_every_update_of_a_load_comes_before_its_answer(
+    acp_env: dict[str, str], workspace: Path
+) -> None:
+    async with acp_agent(acp_env) as agent:
+        session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await agent.conn.prompt(session_id=session.session_id, prompt=[text_block("remember me")])
+    client = RecordingClient()
+    async with acp_agent(acp_env, client) as agent:
+        await agent.conn.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[])
+        before_answer = list(client.updates)
+        await agent.conn.list_sessions()  # a round trip: anything queued behind the answer has arrived by now
+    assert agent.wire.updates_after("session/load", session.session_id) == []
+    assert any(isinstance(u, AvailableCommandsUpdate) for u in before_answer)
+    assert [u.content.text for u in before_answer if isinstance(u, UserMessageChunk)] == ["remember me"]

@@ -255,8 +255,8 @@ class AgentCellAcpAgent:
         for event in live.session.events():
             live.outbox.put_all(live.mapper.replay(event))
         live.outbox.put(live.mapper.usage_now(live.session))
-        await live.outbox.flush()  # the whole conversation goes before the answer
         self._announce_commands(live)
+        await live.outbox.flush()  # the whole conversation and the commands go before the answer
         return LoadSessionResponse(config_options=config_options(live.session), modes=permission_modes(live.session))
 
     async def resume_session(
@@ -328,7 +328,8 @@ class AgentCellAcpAgent:
         return live
 
     def _announce_commands(self, live: _Live) -> None:
-        # Queued behind the answer to session/new: the client learns the session id first.
+        # Queued: after session/new and session/resume it goes behind their answer, so the client knows
+        # the session id first; session/load flushes it before its answer, with the replay (ACP-LOAD-002).
         live.outbox.put(
             AvailableCommandsUpdate(
                 session_update="available_commands_update", available_commands=available_commands(live.session)
