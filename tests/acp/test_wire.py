@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from .conftest import agent_command
+from .conftest import acp_agent, agent_command, script
 
 pytestmark = pytest.mark.slow
 
@@ -93,3 +93,49 @@ async def test_bad_lines_get_errors_and_the_process_goes_on(acp_env: dict[str, s
     assert no_audio["error"]["code"] == -32602 and "audio" in no_audio["error"]["message"]
     assert prompted["result"] == {"stopReason": "end_turn"}
     assert process.returncode == 0
+
+
+async def test_requests_from_a_file_and_answers_to_a_file(
+    acp_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    """``agentcell acp < requests.jsonl > answers.jsonl``: stdout a regular file (no pipe to watch), stdin
+    one too; the end of such an input is not a client gone away, so what it asked is answered first, and
+    the permission the turn asks for gets an error (nobody is there to answer) rather than a wait."""
+    bash = {"steps": [{"kind": "tool_call", "name": "bash", "input": {"command": "touch asked"}}]}
+    acp_env["AGENTCELL_MODEL"] = script(tmp_path / "s.json", [bash])
+    async with acp_agent(acp_env) as agent:
+        session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "session/load",
+            "params": {"sessionId": session.session_id, "cwd": str(workspace), "mcpServers": []},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "session/prompt",
+            "params": {"sessionId": session.session_id, "prompt": [{"type": "text", "text": "from a file"}]},
+        },
+    ]
+    asked, answers = workspace.parent / "requests.jsonl", workspace.parent / "answers.jsonl"
+    asked.write_text("".join(json.dumps(r) + "\n" for r in requests))
+    with asked.open("rb") as stdin, answers.open("wb") as stdout:
+        process = await asyncio.create_subprocess_exec(
+            *agent_command(), stdin=stdin, stdout=stdout, stderr=asyncio.subprocess.PIPE, env=acp_env
+        )
+        _, stderr = await process.communicate()
+    messages = [json.loads(line) for line in answers.read_text().splitlines()]
+    results = {m["id"]: m.get("result", m.get("error")) for m in messages if "id" in m and "method" not in m}
+    said = "".join(
+        m["params"]["update"]["content"]["text"]
+        for m in messages
+        if m.get("method") == "session/update" and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
+    assert process.returncode == 0, stderr.decode()
+    assert results[1]["protocolVersion"] == 1 and results[3] == {"stopReason": "end_turn"}
+    [asked_permission] = [m for m in messages if m.get("method") == "session/request_permission"]
+    assert asked_permission["params"]["toolCall"]["title"] == "Run `touch asked`"
+    assert said.endswith("You said: (tool result)") and not (workspace / "asked").exists()
