@@ -218,6 +218,34 @@ def agent_command() -> list[str]:
     return [sys.executable, "-m", "agentcell.cli", "acp"]
 
 
+class RawPeer:
+    """A client that writes raw lines to ``agentcell acp`` and reads its stdout line by line."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+
+    async def send(self, line: bytes | str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line.encode() if isinstance(line, str) else line)
+        await self.process.stdin.drain()
+
+    async def request(self, request_id: int, method: str, params: Any) -> None:
+        await self.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}) + "\n")
+
+    async def receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), 30)
+        assert line, "the agent closed its stdout"
+        message: dict[str, Any] = json.loads(line)  # only JSON-RPC on stdout
+        return message
+
+    async def answer(self, request_id: int) -> dict[str, Any]:
+        while True:
+            message = await self.receive()
+            if message.get("id") == request_id and "method" not in message:
+                return message
+
+
 @asynccontextmanager
 async def acp_agent(
     env: dict[str, str], client: RecordingClient | None = None, *, fs: bool = False, initialize: bool = True

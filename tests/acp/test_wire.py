@@ -7,39 +7,12 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from .conftest import acp_agent, agent_command, script
+from .conftest import RawPeer, acp_agent, agent_command, script
 
 pytestmark = pytest.mark.slow
-
-
-class RawPeer:
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
-
-    async def send(self, line: bytes | str) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(line.encode() if isinstance(line, str) else line)
-        await self.process.stdin.drain()
-
-    async def request(self, request_id: int, method: str, params: Any) -> None:
-        await self.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}) + "\n")
-
-    async def receive(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        line = await asyncio.wait_for(self.process.stdout.readline(), 30)
-        assert line, "the agent closed its stdout"
-        message: dict[str, Any] = json.loads(line)  # only JSON-RPC on stdout
-        return message
-
-    async def answer(self, request_id: int) -> dict[str, Any]:
-        while True:
-            message = await self.receive()
-            if message.get("id") == request_id and "method" not in message:
-                return message
 
 
 async def test_bad_lines_get_errors_and_the_process_goes_on(acp_env: dict[str, str], workspace: Path) -> None:

@@ -32,22 +32,53 @@ from typing import Any, Protocol
 
 from acp import run_agent
 
-__all__ = ["LIMIT", "FileOutput", "Output", "PipeOutput", "StdioTransport", "check_line", "parse_line", "serve"]
+__all__ = [
+    "LIMIT",
+    "MAX_DEPTH",
+    "FileOutput",
+    "Output",
+    "PipeOutput",
+    "StdioTransport",
+    "check_line",
+    "parse_line",
+    "serve",
+]
 
 log = logging.getLogger(__name__)
 
 LIMIT = 50 * 1024 * 1024
 """The longest line taken (images come base64 inside a prompt)."""
+MAX_DEPTH = 64
+"""The deepest nesting of arrays and objects taken in a message (ACP's own messages nest about ten)."""
 
 
 def _error(request_id: object, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether ``value`` nests arrays and objects more than ``limit`` levels (walked without recursion)."""
+    level: list[object] = [value]
+    for _ in range(limit + 1):
+        level = [
+            child
+            for item in level
+            if isinstance(item, dict | list)
+            for child in (item.values() if isinstance(item, dict) else item)
+            if isinstance(child, dict | list)
+        ]
+        if not level:
+            return False
+    return True
+
+
 def parse_line(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """The JSON-RPC message on ``line``, or the error response it deserves (one of the two is None)."""
+    too_deep = f"Invalid request: the message nests more than {MAX_DEPTH} levels of arrays and objects"
     try:
         message = json.loads(line)
+    except RecursionError:  # the parser recurses per level: a line nested 100,000 deep would end the process
+        return None, _error(None, -32600, too_deep)
     except ValueError as exc:
         return None, _error(
             None, -32700, f"Parse error: the line is not JSON ({exc}); send one JSON-RPC message per line"
@@ -57,6 +88,11 @@ def parse_line(line: bytes) -> tuple[dict[str, Any] | None, dict[str, Any] | Non
     request_id = message.get("id")
     if request_id is not None and (isinstance(request_id, bool) or not isinstance(request_id, int | str)):
         return None, _error(None, -32600, "Invalid request: an id is a number or a string")
+    if _deeper_than(message, MAX_DEPTH):
+        # What parses may still be too deep for what comes after (validation, copies, the store's JSON).
+        if "method" not in message and "id" in message:
+            return _error(request_id, -32600, f"{too_deep} (the client's answer)"), None
+        return None, _error(request_id, -32600, too_deep)
     method = message.get("method")
     if method is None:
         if "id" in message and ("result" in message or "error" in message):
