@@ -25,6 +25,7 @@ from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
     AllowedOutcome,
+    AuthenticateResponse,
     ClientCapabilities,
     CloseSessionResponse,
     DeniedOutcome,
@@ -57,6 +58,7 @@ from ..providers.conftest import server  # noqa: F401 - the loopback Anthropic s
 
 RESPONSES: dict[str, type[BaseModel]] = {
     "initialize": InitializeResponse,
+    "authenticate": AuthenticateResponse,
     "session/new": NewSessionResponse,
     "session/load": LoadSessionResponse,
     "session/resume": ResumeSessionResponse,

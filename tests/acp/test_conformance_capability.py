@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from acp.schema import AgentMessageChunk, AvailableCommandsUpdate, UserMessageChunk
 
-from acp import text_block
+from acp import RequestError, text_block
 
 from .conftest import RecordingClient, acp_agent, script
 
@@ -54,3 +54,42 @@ async def test_acp_load_002_every_update_of_a_load_comes_before_its_answer(
     assert agent.wire.updates_after("session/load", session.session_id) == []
     assert any(isinstance(u, AvailableCommandsUpdate) for u in before_answer)
     assert [u.content.text for u in before_answer if isinstance(u, UserMessageChunk)] == ["remember me"]
+
+
+async def test_acp_auth_003_each_auth_method_says_honestly_whether_it_can_be_used(
+    acp_env: dict[str, str], workspace: Path
+) -> None:
+    """Key methods succeed when their variables are set where agentcell runs and otherwise answer -32000
+    with what to set; the embedded model needs nothing; a session can be made after each."""
+    acp_env["OPENAI_BASE_URL"] = "http://127.0.0.1:9/v1"  # a local server: no key needed (nothing is called)
+    async with acp_agent(acp_env, initialize=False) as agent:
+        init = await agent.conn.initialize(protocol_version=1)
+        with pytest.raises(RequestError) as anthropic:
+            await agent.conn.authenticate(method_id="anthropic-api-key")
+        openai = await agent.conn.authenticate(method_id="openai-api-key")
+        local = await agent.conn.authenticate(method_id="local-model")
+        with pytest.raises(RequestError) as unknown:
+            await agent.conn.authenticate(method_id="oauth")
+        session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+    methods = [m.model_dump(by_alias=True, exclude_none=True) for m in init.auth_methods or []]
+    assert [(m["id"], m.get("type", "agent")) for m in methods] == [
+        ("anthropic-api-key", "env_var"),
+        ("openai-api-key", "env_var"),
+        ("local-model", "agent"),
+    ]
+    assert [v["name"] for v in methods[0]["vars"]] == ["ANTHROPIC_API_KEY"]
+    assert [v["name"] for v in methods[1]["vars"]] == ["OPENAI_API_KEY", "OPENAI_BASE_URL"]
+    assert anthropic.value.code == -32000 and "ANTHROPIC_API_KEY is not set" in str(anthropic.value)
+    assert openai is not None and local is not None
+    assert unknown.value.code == -32602 and "anthropic-api-key" in str(unknown.value)
+    assert session.session_id
+
+
+async def test_acp_auth_003_a_key_set_in_the_environment_authenticates(
+    acp_env: dict[str, str], workspace: Path
+) -> None:
+    acp_env["ANTHROPIC_API_KEY"] = "sk-ant-test-not-a-real-key"
+    async with acp_agent(acp_env) as agent:
+        answer = await agent.conn.authenticate(method_id="anthropic-api-key")
+        session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+    assert answer is not None and session.session_id

@@ -22,6 +22,7 @@ from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
     AllowedOutcome,
+    AuthenticateResponse,
     AvailableCommandsUpdate,
     ClientCapabilities,
     CloseSessionResponse,
@@ -64,6 +65,7 @@ from ..tools.base import ApprovalDecision, ApprovalRequest
 from ..tools.file_access import install_file_access
 from ..tools.permissions import PermissionPolicy
 from ..tools.registry import ToolRegistry
+from .auth import auth_methods, authenticate
 from .client_files import ClientFiles
 from .commands import available_commands, parse_command, run_command
 from .config import PERMISSIONS, config_options, model_config, model_options, permission_modes
@@ -211,14 +213,12 @@ class AgentCellAcpAgent:
                     list=SessionListCapabilities(), resume=SessionResumeCapabilities(), close=SessionCloseCapabilities()
                 ),
             ),
-            auth_methods=[],
+            auth_methods=auth_methods(),
             agent_info=Implementation(name="agentcell", title="agentcell", version=__version__),
         )
 
-    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
-        raise invalid_params(
-            f"agentcell has no authentication methods (asked for {method_id!r}); keys come from the environment"
-        )
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        return authenticate(method_id)
 
     async def new_session(
         self, cwd: str, mcp_servers: McpServers = None, additional_directories: list[str] | None = None, **kwargs: Any
