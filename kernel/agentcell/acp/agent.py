@@ -29,6 +29,7 @@ from acp.schema import (
     ConfigOptionUpdate,
     ContentToolCallContent,
     CurrentModeUpdate,
+    ForkSessionResponse,
     HttpMcpServer,
     Implementation,
     InitializeResponse,
@@ -43,6 +44,7 @@ from acp.schema import (
     ResumeSessionResponse,
     SessionCapabilities,
     SessionCloseCapabilities,
+    SessionForkCapabilities,
     SessionInfoUpdate,
     SessionListCapabilities,
     SessionResumeCapabilities,
@@ -70,6 +72,7 @@ from .client_files import ClientFiles
 from .commands import available_commands, parse_command, run_command
 from .config import PERMISSIONS, config_options, model_config, model_options, permission_modes
 from .content import PromptBlock, invalid_params, leading_text, rpc_error, to_blocks
+from .fork import fork_session
 from .listing import list_page
 from .outbox import Outbox, TextChunk, WriteNow
 from .toolcalls import kind_of, title_of
@@ -210,7 +213,10 @@ class AgentCellAcpAgent:
                 prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
                 session_capabilities=SessionCapabilities(
-                    list=SessionListCapabilities(), resume=SessionResumeCapabilities(), close=SessionCloseCapabilities()
+                    list=SessionListCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    close=SessionCloseCapabilities(),
+                    fork=SessionForkCapabilities(),
                 ),
             ),
             auth_methods=auth_methods(),
@@ -265,6 +271,28 @@ class AgentCellAcpAgent:
         live = await self._open(cwd, session_id, mcp_servers)
         self._announce_commands(live)
         return ResumeSessionResponse(config_options=config_options(live.session), modes=permission_modes(live.session))
+
+    async def fork_session(
+        self, cwd: str, session_id: str, mcp_servers: McpServers = None, **kwargs: Any
+    ) -> ForkSessionResponse:
+        workspace = self._workspace(cwd)
+        live = self._live.get(session_id)
+        if live is not None and live.prompting:
+            raise RequestError(-32600, f"a prompt is running in session {session_id}; fork it once it has ended")
+        try:
+            source = self.engine.sessions.get(session_id)
+            metadata = {"cwd": str(workspace)} if len(str(workspace)) <= 512 else {}
+            forked = fork_session(self.engine, source, metadata)
+            servers = _mcp_servers(mcp_servers)
+            if servers and [McpServer.model_validate(s) for s in servers] != forked.agent.mcp_servers:
+                forked.update(mcp_servers=servers)
+        except AgentCellError as exc:
+            raise rpc_error(exc) from None
+        live = self._attach(forked, workspace)
+        self._announce_commands(live)
+        return ForkSessionResponse(
+            session_id=forked.id, config_options=config_options(forked), modes=permission_modes(forked)
+        )
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
         self._get(session_id)
