@@ -53,7 +53,7 @@ from acp.schema import (
 )
 from pydantic import BaseModel
 
-from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 
 from ..providers.conftest import server  # noqa: F401 - the loopback Anthropic server, a fixture here too
 
@@ -223,31 +223,62 @@ def agent_command() -> list[str]:
 
 
 class RawPeer:
-    """A client that writes raw lines to ``agentcell acp`` and reads its stdout line by line."""
+    """A client that writes raw lines to ``agentcell acp`` and reads its stdout line by line (``lines``)."""
 
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
+        self.lines: list[bytes] = []
 
     async def send(self, line: bytes | str) -> None:
         assert self.process.stdin is not None
         self.process.stdin.write(line.encode() if isinstance(line, str) else line)
         await self.process.stdin.drain()
 
-    async def request(self, request_id: int, method: str, params: Any) -> None:
+    async def request(self, request_id: int | str, method: str, params: Any) -> None:
         await self.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}) + "\n")
 
     async def receive(self) -> dict[str, Any]:
         assert self.process.stdout is not None
         line = await asyncio.wait_for(self.process.stdout.readline(), 30)
         assert line, "the agent closed its stdout"
+        self.lines.append(line)
         message: dict[str, Any] = json.loads(line)  # only JSON-RPC on stdout
         return message
 
-    async def answer(self, request_id: int) -> dict[str, Any]:
+    async def answer(self, request_id: int | str) -> dict[str, Any]:
         while True:
             message = await self.receive()
             if message.get("id") == request_id and "method" not in message:
                 return message
+
+    async def open_session(self, cwd: Path) -> str:
+        """``initialize`` (ids -1) and ``session/new`` (-2) answered; the new session's id."""
+        await self.request(-1, "initialize", {"protocolVersion": 1})
+        await self.answer(-1)
+        await self.request(-2, "session/new", {"cwd": str(cwd), "mcpServers": []})
+        session_id: str = (await self.answer(-2))["result"]["sessionId"]
+        return session_id
+
+
+@asynccontextmanager
+async def raw_agent(env: dict[str, str]) -> AsyncIterator[RawPeer]:
+    """``agentcell acp`` with nothing in between: the test writes and reads the lines itself. On leaving,
+    stdin is closed and the process must exit on its own, with status 0."""
+    process = await asyncio.create_subprocess_exec(
+        *agent_command(),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        limit=1 << 20,
+    )
+    try:
+        yield RawPeer(process)
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        _, stderr = await process.communicate()
+    assert process.returncode == 0, stderr.decode(errors="replace")
 
 
 @asynccontextmanager
@@ -295,6 +326,27 @@ def workspace(tmp_path: Path) -> Path:
     root.mkdir()
     (root / "notes.txt").write_text("one\ntwo\n")
     return root
+
+
+SLOW = {"steps": [{"kind": "text", "text": "x" * 400, "chunk_size": 4, "delay": 0.02}]}
+"""A reply of 400 characters that streams for about two seconds: long enough to act while it runs."""
+
+
+async def streaming_prompt(agent: Agent, session_id: str) -> asyncio.Future[PromptResponse]:
+    """A prompt started and already streaming (its first text arrived); await it for the answer."""
+    first = asyncio.Event()
+    agent.client.on_update = lambda update: first.set() if isinstance(update, AgentMessageChunk) else None
+    prompt = asyncio.ensure_future(agent.conn.prompt(session_id=session_id, prompt=[text_block("go")]))
+    await first.wait()
+    return prompt
+
+
+async def session_with_one_turn(env: dict[str, str], workspace: Path, text: str) -> str:
+    """A session made and prompted once by an earlier ``agentcell acp`` process (gone when this returns)."""
+    async with acp_agent(env) as agent:
+        session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await agent.conn.prompt(session_id=session.session_id, prompt=[text_block(text)])
+    return session.session_id
 
 
 def script(path: Path, responses: list[dict[str, Any]]) -> str:

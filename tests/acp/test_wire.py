@@ -10,21 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import RawPeer, acp_agent, agent_command, script
+from .conftest import acp_agent, agent_command, raw_agent, script
 
 pytestmark = pytest.mark.slow
 
 
 async def test_bad_lines_get_errors_and_the_process_goes_on(acp_env: dict[str, str], workspace: Path) -> None:
-    process = await asyncio.create_subprocess_exec(
-        *agent_command(),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=acp_env,
-    )
-    peer = RawPeer(process)
-    try:
+    async with raw_agent(acp_env) as peer:  # which also holds that the process exits by itself, status 0
         await peer.send("this is not json\n")
         parse = await peer.receive()
         await peer.send("[1, 2, 3]\n")
@@ -51,10 +43,6 @@ async def test_bad_lines_get_errors_and_the_process_goes_on(acp_env: dict[str, s
         no_audio = await peer.answer(12)
         await peer.request(13, "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "ok?"}]})
         prompted = await peer.answer(13)
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        await asyncio.wait_for(process.wait(), 30)
     assert (parse["id"], parse["error"]["code"]) == (None, -32700) and "not JSON" in parse["error"]["message"]
     assert not_object["error"]["code"] == -32600 and "JSON object" in not_object["error"]["message"]
     assert (no_method["id"], no_method["error"]["code"]) == (5, -32600)
@@ -65,7 +53,6 @@ async def test_bad_lines_get_errors_and_the_process_goes_on(acp_env: dict[str, s
     assert missing["error"]["code"] == -32002 and "sesn_missing" in missing["error"]["message"]
     assert no_audio["error"]["code"] == -32602 and "audio" in no_audio["error"]["message"]
     assert prompted["result"] == {"stopReason": "end_turn"}
-    assert process.returncode == 0
 
 
 async def test_requests_from_a_file_and_answers_to_a_file(

@@ -8,14 +8,12 @@ JSON-RPC came on its stdout, and that the next ``initialize`` is answered by the
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from ..acp.conftest import RawPeer, acp_env, agent_command  # noqa: F401 - acp_env is a fixture here too
+from ..acp.conftest import acp_env, raw_agent  # noqa: F401 - acp_env is a fixture here too
 
 pytestmark = pytest.mark.slow
 
@@ -49,34 +47,20 @@ LINES = {
 }
 
 
-@pytest.fixture
-async def peer(acp_env: dict[str, str]) -> AsyncIterator[RawPeer]:  # noqa: F811 - the fixture imported above
-    process = await asyncio.create_subprocess_exec(
-        *agent_command(),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=acp_env,
-        limit=1 << 20,
-    )
-    yield RawPeer(process)
-    assert process.stdin is not None
-    process.stdin.close()
-    await process.wait()
-    assert process.returncode == 0
-
-
 @pytest.mark.parametrize("case", list(LINES))
 async def test_a_deeply_nested_line_is_answered_and_the_process_goes_on(
-    peer: RawPeer, case: str, workspace: Path
+    acp_env: dict[str, str],  # noqa: F811 - the fixture imported above
+    case: str,
+    workspace: Path,
 ) -> None:
     line, request_id = LINES[case]
-    await peer.send(line + "\n")
-    answer = await peer.receive()
-    await peer.request(1, "initialize", {"protocolVersion": 1})
-    initialized = await peer.answer(1)
-    await peer.request(2, "session/new", {"cwd": str(workspace), "mcpServers": []})
-    created = await peer.answer(2)
+    async with raw_agent(acp_env) as peer:  # which also holds that the process exits by itself, status 0
+        await peer.send(line + "\n")
+        answer = await peer.receive()
+        await peer.request(1, "initialize", {"protocolVersion": 1})
+        initialized = await peer.answer(1)
+        await peer.request(2, "session/new", {"cwd": str(workspace), "mcpServers": []})
+        created = await peer.answer(2)
     assert answer["id"] == request_id and answer["error"]["code"] in (-32700, -32600)
     assert "nest" in answer["error"]["message"] and len(json.dumps(answer)) < 1000
     assert initialized["result"]["protocolVersion"] == 1
