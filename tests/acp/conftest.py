@@ -307,9 +307,12 @@ async def acp_agent(
 
 @pytest.fixture
 def acp_env(tmp_path: Path) -> dict[str, str]:
-    """The agent process's environment: its own store, the scripted model, no keys of the developer's."""
+    """The agent process's environment: its own store, the scripted model, no keys of the developer's.
+    ``$AGENT_PYTHONPATH`` becomes the agent's PYTHONPATH: ``make pytest-acp-sdk011`` runs the agent on the
+    ACP SDK 0.11 that way, while the tests' client (an editor) stays on the SDK installed here."""
     data = tmp_path / "jupyter-data"
     data.mkdir(exist_ok=True)
+    path = {"PYTHONPATH": os.environ["AGENT_PYTHONPATH"]} if os.environ.get("AGENT_PYTHONPATH") else {}
     return {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(tmp_path),
@@ -317,6 +320,7 @@ def acp_env(tmp_path: Path) -> dict[str, str]:
         "AGENTCELL_MODEL": "scripted",
         "JUPYTER_DATA_DIR": str(data),
         "PYTHONUNBUFFERED": "1",
+        **path,
     }
 
 

@@ -99,3 +99,16 @@ async def test_requests_from_a_file_and_answers_to_a_file(
     [asked_permission] = [m for m in messages if m.get("method") == "session/request_permission"]
     assert asked_permission["params"]["toolCall"]["title"] == "Run `touch asked`"
     assert said.endswith("You said: (tool result)") and not (workspace / "asked").exists()
+
+
+async def test_stdin_from_dev_null_ends_at_once_and_cleanly(acp_env: dict[str, str]) -> None:
+    """A device the event loop cannot watch (epoll refuses /dev/null) is read like a file: empty, so done."""
+    process = await asyncio.create_subprocess_exec(
+        *agent_command(),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=acp_env,
+    )
+    stdout, stderr = await process.communicate()
+    assert (process.returncode, stdout, stderr) == (0, b"", b"")

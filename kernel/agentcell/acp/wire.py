@@ -25,12 +25,15 @@ import asyncio
 import json
 import logging
 import os
+import selectors
 import stat
 import sys
 from collections import deque
 from typing import Any, Protocol
 
 from acp import run_agent
+
+from .sdk_bytes import byte_streams, message_level_sdk
 
 __all__ = [
     "LIMIT",
@@ -229,6 +232,14 @@ class StdioTransport:
             self._track_outgoing(message)
         self._output.write(json.dumps(message, separators=(",", ":")).encode() + b"\n")
 
+    def write_bytes(self, line: bytes) -> None:
+        """Hand a line the SDK serialized itself to the pipe (its byte-level path, before 0.12)."""
+        if self._finite:
+            message = json.loads(line)
+            if "id" in message:
+                self._track_outgoing(message)
+        self._output.write(line)
+
     def _track_outgoing(self, message: dict[str, Any]) -> None:
         request_id = message["id"]
         if "method" not in message:
@@ -265,6 +276,19 @@ async def _feed_from_file(source: asyncio.StreamReader, fd: int) -> None:
     source.feed_eof()
 
 
+def _watchable(fd: int) -> bool:
+    """Whether the event loop can watch ``fd``: a pipe, a socket or a terminal; not a regular file, nor a
+    device such as /dev/null, which the selector refuses (the loop would only say so later, in a callback)."""
+    if _regular_file(fd):
+        return False
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, selectors.EVENT_READ)
+        except (ValueError, PermissionError):
+            return False
+    return True
+
+
 async def serve(agent: Any) -> None:
     """Serve ``agent`` on this process's stdin and stdout until the client closes stdin."""
     loop = asyncio.get_running_loop()
@@ -272,24 +296,30 @@ async def serve(agent: Any) -> None:
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     source = asyncio.StreamReader(limit=LIMIT)
-    finite = _regular_file(sys.stdin.fileno())
+    finite = not _watchable(sys.stdin.fileno())
     feeding: asyncio.Task[None] | None = None
     if finite:
         feeding = loop.create_task(_feed_from_file(source, sys.stdin.fileno()), name="agentcell-acp-stdin")
     else:
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(source), sys.stdin)
     output: Output
-    if _regular_file(protocol_out.fileno()):
-        output = FileOutput(protocol_out.fileno())
-    else:
+    if _watchable(protocol_out.fileno()):
         transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, protocol_out)
         output = PipeOutput(asyncio.StreamWriter(transport, protocol, None, loop))
+    else:
+        output = FileOutput(protocol_out.fileno())
     stdio = StdioTransport(source, output, finite=finite)
     if hasattr(agent, "write_now"):
         agent.write_now = stdio.write_update
+    pump: asyncio.Task[None] | None = None
     try:
-        await run_agent(agent, stdio, use_unstable_protocol=True)
+        if message_level_sdk():
+            await run_agent(agent, stdio, use_unstable_protocol=True)
+        else:
+            writer, reader, pump = byte_streams(stdio, LIMIT)
+            await run_agent(agent, writer, reader, use_unstable_protocol=True)
     finally:
         await agent.aclose()
-        if feeding is not None:
-            feeding.cancel()
+        for task in (feeding, pump):
+            if task is not None:
+                task.cancel()
