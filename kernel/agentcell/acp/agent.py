@@ -146,6 +146,11 @@ def _mcp_servers(servers: McpServers) -> list[dict[str, Any]]:
     return converted
 
 
+def _cwd_metadata(workspace: Path) -> dict[str, str]:
+    """The session's ``cwd`` metadata, which ``session/list`` filters on (none past a metadata value's limit)."""
+    return {"cwd": str(workspace)} if len(str(workspace)) <= 512 else {}
+
+
 def _stop_reason(stop: object, provider_stop: str | None) -> StopReason:
     if isinstance(stop, Interrupted):
         return "cancelled"
@@ -239,8 +244,7 @@ class AgentCellAcpAgent:
                 system=ACP_SYSTEM,
                 mcp_servers=_mcp_servers(mcp_servers),
             )
-            metadata = {"cwd": str(workspace)} if len(str(workspace)) <= 512 else {}
-            session = engine.sessions.create(agent=agent.id, metadata=metadata)
+            session = engine.sessions.create(agent=agent.id, metadata=_cwd_metadata(workspace))
         except ConfigurationError as exc:
             raise RequestError(-32603, str(exc)) from None
         except AgentCellError as exc:
@@ -281,8 +285,7 @@ class AgentCellAcpAgent:
             raise RequestError(-32600, f"a prompt is running in session {session_id}; fork it once it has ended")
         try:
             source = self.engine.sessions.get(session_id)
-            metadata = {"cwd": str(workspace)} if len(str(workspace)) <= 512 else {}
-            forked = fork_session(self.engine, source, metadata)
+            forked = fork_session(self.engine, source, _cwd_metadata(workspace))
             servers = _mcp_servers(mcp_servers)
             if servers and [McpServer.model_validate(s) for s in servers] != forked.agent.mcp_servers:
                 forked.update(mcp_servers=servers)
@@ -325,8 +328,8 @@ class AgentCellAcpAgent:
             if servers and [McpServer.model_validate(s) for s in servers] != session.agent.mcp_servers:
                 agent = self.engine.agents.update(session.agent.id, mcp_servers=servers)
                 session.update(agent_version=agent.version)
-            if "cwd" not in session.metadata and len(str(workspace)) <= 512:
-                session.update(metadata={**session.metadata, "cwd": str(workspace)})
+            if "cwd" not in session.metadata and (where := _cwd_metadata(workspace)):
+                session.update(metadata={**session.metadata, **where})
         except AgentCellError as exc:
             raise rpc_error(exc) from None
         await self._detach(session_id)  # opened here before: start over in the new cwd
