@@ -6,7 +6,7 @@ VENV   := .venv
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 BIN    := $(VENV)/bin
 
-.PHONY: quickstart test lint typecheck pytest pytest-ipykernel73 js js-test bench bench-render clean
+.PHONY: quickstart test lint typecheck pytest pytest-ipykernel73 pytest-acp-sdk011 js js-test bench bench-render clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -56,6 +56,17 @@ $(IK73)/.stamp: pyproject.toml
 pytest-ipykernel73: $(IK73)/.stamp js
 	$(IK73)/bin/pytest tests/kernel tests/widgets/test_transport.py tests/browser/test_comms_matrix.py -p no:cacheprovider
 
+# jupyter-ai-acp-client pins agent-client-protocol<0.12: the ACP tests again with `agentcell acp` on the SDK
+# 0.11.1 (first on the agent's path; the tests' client, an editor, keeps 0.12). One small package, no second
+# environment.
+ACP011 := .venv-acp-sdk011
+$(ACP011)/.stamp: pyproject.toml | $(VENV)/.stamp-dev
+	$(BIN)/python -m pip install --quiet --no-deps --target $(ACP011) 'agent-client-protocol==0.11.1'
+	touch $@
+
+pytest-acp-sdk011: $(ACP011)/.stamp
+	AGENT_PYTHONPATH=$(CURDIR)/$(ACP011) $(BIN)/pytest tests/acp -p no:cacheprovider
+
 test: lint typecheck js-test pytest pytest-ipykernel73
 
 bench: $(VENV)/.stamp-dev
@@ -66,4 +77,4 @@ bench-render: $(VENV)/.stamp-dev js
 	$(BIN)/python bench/render.py
 
 clean:
-	rm -rf $(VENV) $(IK73) build dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(IK73) $(ACP011) build dist .pytest_cache .mypy_cache .ruff_cache

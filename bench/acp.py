@@ -4,7 +4,9 @@ The ACP side is the real thing: ``agentcell acp`` as a subprocess driven by the 
 (``spawn_agent_process``), timed from sending ``session/prompt`` to the client receiving the first
 ``agent_message_chunk`` and the last one. The baseline, in the same run: the engine alone in this process,
 from ``session.send`` to its first and last ``event_delta``. Same scripted reply, one character a delta.
-Target (issue 17): ACP within 1.10x of the engine alone.
+Targets (issue 37, restating issue 17's): the whole reply over ACP within 1.10x of the engine alone, and the
+first text within 1 ms of it (a difference, not a ratio: a process boundary alone costs ~0.5 ms here, which
+a ratio of the engine's ~2 ms first text could never leave room for). One run reports both.
 
 Beside them, what a prompt costs over ACP when no engine turn is in it: ``/session``, answered by the agent
 with one ``agent_message_chunk``. That is the floor under the first text which the engine alone never
@@ -154,15 +156,18 @@ def main() -> None:
     first_acp = statistics.median(a[0] for a in acp)
     total_acp = statistics.median(a[1] for a in acp)
     chunks = statistics.median(a[2] for a in acp)
+    first_over = (first_acp - first_alone) * 1000
+    ratio = total_acp / total_alone
     print(f"deltas: {args.deltas:,}, median of {args.rounds} rounds")
     print(f"first text   engine alone {first_alone * 1000:8.1f} ms   acp {first_acp * 1000:8.1f} ms   "
-          f"({first_acp / first_alone:.2f}x)")  # fmt: skip
+          f"({first_over:+.2f} ms, {first_acp / first_alone:.2f}x; target <= +1 ms: "
+          f"{'met' if first_over <= 1 else 'NOT met'})")  # fmt: skip
     no_turn = statistics.median(floor)
     print(f"             of which a prompt with no turn in it (/session): {no_turn * 1000:.2f} ms; the agent's "
           f"first text less that: {(first_acp - no_turn) * 1000:.1f} ms "
           f"({(first_acp - no_turn) / first_alone:.2f}x)")  # fmt: skip
     print(f"whole reply  engine alone {total_alone:8.3f} s    acp {total_acp:8.3f} s    "
-          f"({total_acp / total_alone:.2f}x; target <= 1.10x)")  # fmt: skip
+          f"({ratio:.2f}x; target <= 1.10x: {'met' if ratio <= 1.10 else 'NOT met'})")  # fmt: skip
     print(f"deltas/s     engine alone {args.deltas / total_alone:10,.0f}   acp {args.deltas / total_acp:10,.0f}")
     print(f"agent_message_chunk notifications for the reply: {chunks:,.0f} (deltas queued while one was on the "
           "wire go out joined)")  # fmt: skip

@@ -25,10 +25,12 @@ from acp.schema import (
     AgentMessageChunk,
     AgentThoughtChunk,
     AllowedOutcome,
+    AuthenticateResponse,
     ClientCapabilities,
     CloseSessionResponse,
     DeniedOutcome,
     FileSystemCapabilities,
+    ForkSessionResponse,
     Implementation,
     InitializeResponse,
     ListSessionsResponse,
@@ -51,16 +53,18 @@ from acp.schema import (
 )
 from pydantic import BaseModel
 
-from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process
+from acp import PROTOCOL_VERSION, RequestError, spawn_agent_process, text_block
 
 from ..providers.conftest import server  # noqa: F401 - the loopback Anthropic server, a fixture here too
 
 RESPONSES: dict[str, type[BaseModel]] = {
     "initialize": InitializeResponse,
+    "authenticate": AuthenticateResponse,
     "session/new": NewSessionResponse,
     "session/load": LoadSessionResponse,
     "session/resume": ResumeSessionResponse,
     "session/close": CloseSessionResponse,
+    "session/fork": ForkSessionResponse,
     "session/list": ListSessionsResponse,
     "session/set_config_option": SetSessionConfigOptionResponse,
     "session/set_mode": SetSessionModeResponse,
@@ -127,6 +131,16 @@ class Wire:
 
     def errors(self) -> list[dict[str, Any]]:
         return [m["error"] for m in self.received if "error" in m]
+
+    def updates_after(self, method: str, session_id: str) -> list[dict[str, Any]]:
+        """The ``session/update``s of ``session_id`` that came after the answer to the first ``method`` request."""
+        request_id = next(i for i, m in self.sent.items() if m == method)
+        answered = next(n for n, m in enumerate(self.received) if m.get("id") == request_id and "method" not in m)
+        return [
+            m
+            for m in self.received[answered + 1 :]
+            if m.get("method") == "session/update" and m["params"]["sessionId"] == session_id
+        ]
 
 
 class RecordingClient:
@@ -208,6 +222,65 @@ def agent_command() -> list[str]:
     return [sys.executable, "-m", "agentcell.cli", "acp"]
 
 
+class RawPeer:
+    """A client that writes raw lines to ``agentcell acp`` and reads its stdout line by line (``lines``)."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.lines: list[bytes] = []
+
+    async def send(self, line: bytes | str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line.encode() if isinstance(line, str) else line)
+        await self.process.stdin.drain()
+
+    async def request(self, request_id: int | str, method: str, params: Any) -> None:
+        await self.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}) + "\n")
+
+    async def receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        line = await asyncio.wait_for(self.process.stdout.readline(), 30)
+        assert line, "the agent closed its stdout"
+        self.lines.append(line)
+        message: dict[str, Any] = json.loads(line)  # only JSON-RPC on stdout
+        return message
+
+    async def answer(self, request_id: int | str) -> dict[str, Any]:
+        while True:
+            message = await self.receive()
+            if message.get("id") == request_id and "method" not in message:
+                return message
+
+    async def open_session(self, cwd: Path) -> str:
+        """``initialize`` (ids -1) and ``session/new`` (-2) answered; the new session's id."""
+        await self.request(-1, "initialize", {"protocolVersion": 1})
+        await self.answer(-1)
+        await self.request(-2, "session/new", {"cwd": str(cwd), "mcpServers": []})
+        session_id: str = (await self.answer(-2))["result"]["sessionId"]
+        return session_id
+
+
+@asynccontextmanager
+async def raw_agent(env: dict[str, str]) -> AsyncIterator[RawPeer]:
+    """``agentcell acp`` with nothing in between: the test writes and reads the lines itself. On leaving,
+    stdin is closed and the process must exit on its own, with status 0."""
+    process = await asyncio.create_subprocess_exec(
+        *agent_command(),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        limit=1 << 20,
+    )
+    try:
+        yield RawPeer(process)
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        _, stderr = await process.communicate()
+    assert process.returncode == 0, stderr.decode(errors="replace")
+
+
 @asynccontextmanager
 async def acp_agent(
     env: dict[str, str], client: RecordingClient | None = None, *, fs: bool = False, initialize: bool = True
@@ -234,9 +307,12 @@ async def acp_agent(
 
 @pytest.fixture
 def acp_env(tmp_path: Path) -> dict[str, str]:
-    """The agent process's environment: its own store, the scripted model, no keys of the developer's."""
+    """The agent process's environment: its own store, the scripted model, no keys of the developer's.
+    ``$AGENT_PYTHONPATH`` becomes the agent's PYTHONPATH: ``make pytest-acp-sdk011`` runs the agent on the
+    ACP SDK 0.11 that way, while the tests' client (an editor) stays on the SDK installed here."""
     data = tmp_path / "jupyter-data"
     data.mkdir(exist_ok=True)
+    path = {"PYTHONPATH": os.environ["AGENT_PYTHONPATH"]} if os.environ.get("AGENT_PYTHONPATH") else {}
     return {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(tmp_path),
@@ -244,6 +320,7 @@ def acp_env(tmp_path: Path) -> dict[str, str]:
         "AGENTCELL_MODEL": "scripted",
         "JUPYTER_DATA_DIR": str(data),
         "PYTHONUNBUFFERED": "1",
+        **path,
     }
 
 
@@ -253,6 +330,27 @@ def workspace(tmp_path: Path) -> Path:
     root.mkdir()
     (root / "notes.txt").write_text("one\ntwo\n")
     return root
+
+
+SLOW = {"steps": [{"kind": "text", "text": "x" * 400, "chunk_size": 4, "delay": 0.02}]}
+"""A reply of 400 characters that streams for about two seconds: long enough to act while it runs."""
+
+
+async def streaming_prompt(agent: Agent, session_id: str) -> asyncio.Future[PromptResponse]:
+    """A prompt started and already streaming (its first text arrived); await it for the answer."""
+    first = asyncio.Event()
+    agent.client.on_update = lambda update: first.set() if isinstance(update, AgentMessageChunk) else None
+    prompt = asyncio.ensure_future(agent.conn.prompt(session_id=session_id, prompt=[text_block("go")]))
+    await first.wait()
+    return prompt
+
+
+async def session_with_one_turn(env: dict[str, str], workspace: Path, text: str) -> str:
+    """A session made and prompted once by an earlier ``agentcell acp`` process (gone when this returns)."""
+    async with acp_agent(env) as agent:
+        session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await agent.conn.prompt(session_id=session.session_id, prompt=[text_block(text)])
+    return session.session_id
 
 
 def script(path: Path, responses: list[dict[str, Any]]) -> str:

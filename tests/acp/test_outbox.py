@@ -130,3 +130,39 @@ async def test_forward_joins_a_messages_deltas_and_maps_everything_else_in_order
         ("queued", "tool_call", None),
         ("queued", "agent_message_chunk", "de"),
     ]
+
+
+async def test_a_closed_outbox_takes_nothing_and_never_keeps_a_flush_waiting() -> None:
+    pipe = Pipe()
+    outbox = Outbox(pipe, "sesn_1", pipe.write_now)
+    outbox.put_text("message", "msg_1", "before")
+    await outbox.close()
+    outbox.put_text("message", "msg_1", "after")
+    outbox.put(ToolCallStart(session_update="tool_call", tool_call_id="toolu_1", title="late", status="pending"))
+    await outbox.flush()  # a turn's last flush after its session was closed: returns at once
+    assert pipe.texts() == [("now", "before")]
+
+
+async def test_thoughts_and_text_keep_the_order_they_were_put_in() -> None:
+    """Coalescing joins only neighbours of the same kind and message: a thought between two pieces of text
+    is sent between them."""
+    pipe = Pipe()
+    pipe.behind = True  # everything takes the queued way, where joining happens
+    outbox = Outbox(pipe, "sesn_1", pipe.write_now)
+    for kind, message_id, text in [
+        ("thought", "sevt_t", "weighing "),
+        ("thought", "sevt_t", "it"),
+        ("message", "sevt_m", "So "),
+        ("thought", "sevt_t2", "again"),
+        ("message", "sevt_m", "yes."),
+    ]:
+        outbox.put_text(kind, message_id, text)
+    await outbox.flush()
+    await outbox.close()
+    kinds = [(p["update"]["sessionUpdate"], p["update"]["content"]["text"]) for _, p in pipe.sent]
+    assert kinds == [
+        ("agent_thought_chunk", "weighing it"),
+        ("agent_message_chunk", "So "),
+        ("agent_thought_chunk", "again"),
+        ("agent_message_chunk", "yes."),
+    ]

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 from acp.schema import (
     AgentMessageChunk,
     AvailableCommandsUpdate,
     FileEditToolCallContent,
+    ReadTextFileResponse,
     SessionInfoUpdate,
     ToolCallStart,
     UsageUpdate,
@@ -183,3 +185,34 @@ async def test_switching_to_read_only_makes_the_preset_refuse_writes(
     [update] = client.tool_updates(call.tool_call_id)
     assert update.status == "failed" and update.raw_output == {"error_code": "DENIED", "denied_by": "preset"}
     assert client.permissions == [] and not (workspace / "x.txt").exists()
+
+
+class ThrowingEditor(RecordingClient):
+    """An editor whose read handler throws for a missing file, as a TypeScript one does: the SDK answers
+    -32603 "Internal error" whatever went wrong."""
+
+    async def read_text_file(self, session_id: str, path: str, **kwargs: Any) -> ReadTextFileResponse:
+        self.fs_calls.append(("read", path))
+        if path not in self.files:
+            raise RuntimeError(f"ENOENT: no such file or directory, open '{path}'")
+        return ReadTextFileResponse(content=self.files[path])
+
+
+async def test_a_new_file_is_written_through_an_editor_that_answers_a_missing_read_with_a_generic_error(
+    acp_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    write = {
+        "steps": [{"kind": "tool_call", "name": "write_file", "input": {"path": "src/new.py", "content": "x = 1\n"}}]
+    }
+    acp_env["AGENTCELL_MODEL"] = script(tmp_path / "s.json", [write])
+    client = ThrowingEditor()
+    async with acp_agent(acp_env, client, fs=True) as agent:
+        session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await agent.conn.prompt(session_id=session.session_id, prompt=[text_block("create src/new.py")])
+    new = str(workspace / "src" / "new.py")
+    [call] = client.tool_calls()
+    result = client.tool_updates(call.tool_call_id)[-1]
+    assert result.status == "completed", text_of(result)
+    assert client.files[new] == "x = 1\n" and ("read", new) in client.fs_calls
+    diffs = [c for c in result.content or [] if isinstance(c, FileEditToolCallContent)]
+    assert [(d.path, d.old_text, d.new_text) for d in diffs] == [(new, None, "x = 1\n")]

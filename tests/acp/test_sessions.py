@@ -272,3 +272,35 @@ async def test_skills_are_slash_commands_that_activate_them(acp_env: dict[str, s
     assert "release-notes" not in [c.name for c in after.available_commands]
     activated = [e for e in stored_events(acp_env["AGENTCELL_DB"]) if e["type"] == "session.skill_activated"]
     assert [(e["name"], e["requested_by"]) for e in activated] == [("release-notes", "user")]
+
+
+async def test_fork_makes_a_new_session_with_the_conversation_so_far(acp_env: dict[str, str], workspace: Path) -> None:
+    """The fork has the old session's turns (copied under new ids) and goes on by itself; the old session
+    is untouched and goes on by itself too."""
+    client = RecordingClient()
+    async with acp_agent(acp_env, client) as agent:
+        session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await agent.conn.prompt(session_id=session.session_id, prompt=[text_block("the common part")])
+        fork = await agent.conn.fork_session(session_id=session.session_id, cwd=str(workspace))
+        client.clear()
+        await agent.conn.prompt(session_id=fork.session_id, prompt=[text_block("only in the fork")])
+        said_in_fork = client.text()
+        await agent.conn.prompt(session_id=session.session_id, prompt=[text_block("only in the original")])
+        listed = await agent.conn.list_sessions(cwd=str(workspace))
+    with Engine(acp_env["AGENTCELL_DB"]) as engine:
+        original, forked = engine.sessions.get(session.session_id), engine.sessions.get(fork.session_id)
+        texts = {
+            s.id: [b.text for e in s.events(types=["user.message"]) for b in e.content] for s in (original, forked)
+        }
+        seen_by_model = [m.role for m in forked.history().messages()]
+        original_ids = {e.id for e in original.events()}
+        forked_ids = {e.id for e in forked.events()}
+    assert fork.session_id != session.session_id and fork.config_options
+    assert said_in_fork == "You said: only in the fork"
+    assert texts == {
+        session.session_id: ["the common part", "only in the original"],
+        fork.session_id: ["the common part", "only in the fork"],
+    }
+    assert seen_by_model == ["user", "assistant", "user", "assistant"]
+    assert not original_ids & forked_ids
+    assert {s.session_id: s.title for s in listed.sessions}[fork.session_id] == "the common part (fork)"

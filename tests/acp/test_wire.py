@@ -7,51 +7,16 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from .conftest import agent_command
+from .conftest import acp_agent, agent_command, raw_agent, script
 
 pytestmark = pytest.mark.slow
 
 
-class RawPeer:
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
-
-    async def send(self, line: bytes | str) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(line.encode() if isinstance(line, str) else line)
-        await self.process.stdin.drain()
-
-    async def request(self, request_id: int, method: str, params: Any) -> None:
-        await self.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}) + "\n")
-
-    async def receive(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        line = await asyncio.wait_for(self.process.stdout.readline(), 30)
-        assert line, "the agent closed its stdout"
-        message: dict[str, Any] = json.loads(line)  # only JSON-RPC on stdout
-        return message
-
-    async def answer(self, request_id: int) -> dict[str, Any]:
-        while True:
-            message = await self.receive()
-            if message.get("id") == request_id and "method" not in message:
-                return message
-
-
 async def test_bad_lines_get_errors_and_the_process_goes_on(acp_env: dict[str, str], workspace: Path) -> None:
-    process = await asyncio.create_subprocess_exec(
-        *agent_command(),
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=acp_env,
-    )
-    peer = RawPeer(process)
-    try:
+    async with raw_agent(acp_env) as peer:  # which also holds that the process exits by itself, status 0
         await peer.send("this is not json\n")
         parse = await peer.receive()
         await peer.send("[1, 2, 3]\n")
@@ -78,10 +43,6 @@ async def test_bad_lines_get_errors_and_the_process_goes_on(acp_env: dict[str, s
         no_audio = await peer.answer(12)
         await peer.request(13, "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "ok?"}]})
         prompted = await peer.answer(13)
-    finally:
-        assert process.stdin is not None
-        process.stdin.close()
-        await asyncio.wait_for(process.wait(), 30)
     assert (parse["id"], parse["error"]["code"]) == (None, -32700) and "not JSON" in parse["error"]["message"]
     assert not_object["error"]["code"] == -32600 and "JSON object" in not_object["error"]["message"]
     assert (no_method["id"], no_method["error"]["code"]) == (5, -32600)
@@ -92,4 +53,62 @@ async def test_bad_lines_get_errors_and_the_process_goes_on(acp_env: dict[str, s
     assert missing["error"]["code"] == -32002 and "sesn_missing" in missing["error"]["message"]
     assert no_audio["error"]["code"] == -32602 and "audio" in no_audio["error"]["message"]
     assert prompted["result"] == {"stopReason": "end_turn"}
-    assert process.returncode == 0
+
+
+async def test_requests_from_a_file_and_answers_to_a_file(
+    acp_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    """``agentcell acp < requests.jsonl > answers.jsonl``: stdout a regular file (no pipe to watch), stdin
+    one too; the end of such an input is not a client gone away, so what it asked is answered first, and
+    the permission the turn asks for gets an error (nobody is there to answer) rather than a wait."""
+    bash = {"steps": [{"kind": "tool_call", "name": "bash", "input": {"command": "touch asked"}}]}
+    acp_env["AGENTCELL_MODEL"] = script(tmp_path / "s.json", [bash])
+    async with acp_agent(acp_env) as agent:
+        session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 1}},
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "session/load",
+            "params": {"sessionId": session.session_id, "cwd": str(workspace), "mcpServers": []},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "session/prompt",
+            "params": {"sessionId": session.session_id, "prompt": [{"type": "text", "text": "from a file"}]},
+        },
+    ]
+    asked, answers = workspace.parent / "requests.jsonl", workspace.parent / "answers.jsonl"
+    asked.write_text("".join(json.dumps(r) + "\n" for r in requests))
+    with asked.open("rb") as stdin, answers.open("wb") as stdout:
+        process = await asyncio.create_subprocess_exec(
+            *agent_command(), stdin=stdin, stdout=stdout, stderr=asyncio.subprocess.PIPE, env=acp_env
+        )
+        _, stderr = await process.communicate()
+    messages = [json.loads(line) for line in answers.read_text().splitlines()]
+    results = {m["id"]: m.get("result", m.get("error")) for m in messages if "id" in m and "method" not in m}
+    said = "".join(
+        m["params"]["update"]["content"]["text"]
+        for m in messages
+        if m.get("method") == "session/update" and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    )
+    assert process.returncode == 0, stderr.decode()
+    assert results[1]["protocolVersion"] == 1 and results[3] == {"stopReason": "end_turn"}
+    [asked_permission] = [m for m in messages if m.get("method") == "session/request_permission"]
+    assert asked_permission["params"]["toolCall"]["title"] == "Run `touch asked`"
+    assert said.endswith("You said: (tool result)") and not (workspace / "asked").exists()
+
+
+async def test_stdin_from_dev_null_ends_at_once_and_cleanly(acp_env: dict[str, str]) -> None:
+    """A device the event loop cannot watch (epoll refuses /dev/null) is read like a file: empty, so done."""
+    process = await asyncio.create_subprocess_exec(
+        *agent_command(),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=acp_env,
+    )
+    stdout, stderr = await process.communicate()
+    assert (process.returncode, stdout, stderr) == (0, b"", b"")

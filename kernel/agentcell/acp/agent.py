@@ -22,12 +22,14 @@ from acp.interfaces import Client
 from acp.schema import (
     AgentCapabilities,
     AllowedOutcome,
+    AuthenticateResponse,
     AvailableCommandsUpdate,
     ClientCapabilities,
     CloseSessionResponse,
     ConfigOptionUpdate,
     ContentToolCallContent,
     CurrentModeUpdate,
+    ForkSessionResponse,
     HttpMcpServer,
     Implementation,
     InitializeResponse,
@@ -42,6 +44,7 @@ from acp.schema import (
     ResumeSessionResponse,
     SessionCapabilities,
     SessionCloseCapabilities,
+    SessionForkCapabilities,
     SessionInfoUpdate,
     SessionListCapabilities,
     SessionResumeCapabilities,
@@ -64,10 +67,12 @@ from ..tools.base import ApprovalDecision, ApprovalRequest
 from ..tools.file_access import install_file_access
 from ..tools.permissions import PermissionPolicy
 from ..tools.registry import ToolRegistry
+from .auth import auth_methods, authenticate
 from .client_files import ClientFiles
 from .commands import available_commands, parse_command, run_command
 from .config import PERMISSIONS, config_options, model_config, model_options, permission_modes
 from .content import PromptBlock, invalid_params, leading_text, rpc_error, to_blocks
+from .fork import fork_session
 from .listing import list_page
 from .outbox import Outbox, TextChunk, WriteNow
 from .toolcalls import kind_of, title_of
@@ -106,6 +111,11 @@ class _Live:
     files: ClientFiles
     disposers: list[Callable[[], None]] = field(default_factory=list)
     prompting: bool = False
+    answered: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set while no prompt is running: the latest ``session/prompt`` has its answer."""
+
+    def __post_init__(self) -> None:
+        self.answered.set()
 
 
 def engine_tools() -> ToolRegistry:
@@ -134,6 +144,11 @@ def _mcp_servers(servers: McpServers) -> list[dict[str, Any]]:
                 f"the MCP server {getattr(server, 'name', '?')} is of type {kind}; agentcell takes stdio or http"
             )
     return converted
+
+
+def _cwd_metadata(workspace: Path) -> dict[str, str]:
+    """The session's ``cwd`` metadata, which ``session/list`` filters on (none past a metadata value's limit)."""
+    return {"cwd": str(workspace)} if len(str(workspace)) <= 512 else {}
 
 
 def _stop_reason(stop: object, provider_stop: str | None) -> StopReason:
@@ -203,17 +218,18 @@ class AgentCellAcpAgent:
                 prompt_capabilities=PromptCapabilities(image=True, audio=False, embedded_context=True),
                 mcp_capabilities=McpCapabilities(http=True, sse=False),
                 session_capabilities=SessionCapabilities(
-                    list=SessionListCapabilities(), resume=SessionResumeCapabilities(), close=SessionCloseCapabilities()
+                    list=SessionListCapabilities(),
+                    resume=SessionResumeCapabilities(),
+                    close=SessionCloseCapabilities(),
+                    fork=SessionForkCapabilities(),
                 ),
             ),
-            auth_methods=[],
+            auth_methods=auth_methods(),
             agent_info=Implementation(name="agentcell", title="agentcell", version=__version__),
         )
 
-    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
-        raise invalid_params(
-            f"agentcell has no authentication methods (asked for {method_id!r}); keys come from the environment"
-        )
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse:
+        return authenticate(method_id)
 
     async def new_session(
         self, cwd: str, mcp_servers: McpServers = None, additional_directories: list[str] | None = None, **kwargs: Any
@@ -228,8 +244,7 @@ class AgentCellAcpAgent:
                 system=ACP_SYSTEM,
                 mcp_servers=_mcp_servers(mcp_servers),
             )
-            metadata = {"cwd": str(workspace)} if len(str(workspace)) <= 512 else {}
-            session = engine.sessions.create(agent=agent.id, metadata=metadata)
+            session = engine.sessions.create(agent=agent.id, metadata=_cwd_metadata(workspace))
         except ConfigurationError as exc:
             raise RequestError(-32603, str(exc)) from None
         except AgentCellError as exc:
@@ -250,8 +265,8 @@ class AgentCellAcpAgent:
         for event in live.session.events():
             live.outbox.put_all(live.mapper.replay(event))
         live.outbox.put(live.mapper.usage_now(live.session))
-        await live.outbox.flush()  # the whole conversation goes before the answer
         self._announce_commands(live)
+        await live.outbox.flush()  # the whole conversation and the commands go before the answer
         return LoadSessionResponse(config_options=config_options(live.session), modes=permission_modes(live.session))
 
     async def resume_session(
@@ -260,6 +275,27 @@ class AgentCellAcpAgent:
         live = await self._open(cwd, session_id, mcp_servers)
         self._announce_commands(live)
         return ResumeSessionResponse(config_options=config_options(live.session), modes=permission_modes(live.session))
+
+    async def fork_session(
+        self, cwd: str, session_id: str, mcp_servers: McpServers = None, **kwargs: Any
+    ) -> ForkSessionResponse:
+        workspace = self._workspace(cwd)
+        live = self._live.get(session_id)
+        if live is not None and live.prompting:
+            raise RequestError(-32600, f"a prompt is running in session {session_id}; fork it once it has ended")
+        try:
+            source = self.engine.sessions.get(session_id)
+            forked = fork_session(self.engine, source, _cwd_metadata(workspace))
+            servers = _mcp_servers(mcp_servers)
+            if servers and [McpServer.model_validate(s) for s in servers] != forked.agent.mcp_servers:
+                forked.update(mcp_servers=servers)
+        except AgentCellError as exc:
+            raise rpc_error(exc) from None
+        live = self._attach(forked, workspace)
+        self._announce_commands(live)
+        return ForkSessionResponse(
+            session_id=forked.id, config_options=config_options(forked), modes=permission_modes(forked)
+        )
 
     async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
         self._get(session_id)
@@ -292,8 +328,8 @@ class AgentCellAcpAgent:
             if servers and [McpServer.model_validate(s) for s in servers] != session.agent.mcp_servers:
                 agent = self.engine.agents.update(session.agent.id, mcp_servers=servers)
                 session.update(agent_version=agent.version)
-            if "cwd" not in session.metadata and len(str(workspace)) <= 512:
-                session.update(metadata={**session.metadata, "cwd": str(workspace)})
+            if "cwd" not in session.metadata and (where := _cwd_metadata(workspace)):
+                session.update(metadata={**session.metadata, **where})
         except AgentCellError as exc:
             raise rpc_error(exc) from None
         await self._detach(session_id)  # opened here before: start over in the new cwd
@@ -323,7 +359,8 @@ class AgentCellAcpAgent:
         return live
 
     def _announce_commands(self, live: _Live) -> None:
-        # Queued behind the answer to session/new: the client learns the session id first.
+        # Queued: after session/new and session/resume it goes behind their answer, so the client knows
+        # the session id first; session/load flushes it before its answer, with the replay (ACP-LOAD-002).
         live.outbox.put(
             AvailableCommandsUpdate(
                 session_update="available_commands_update", available_commands=available_commands(live.session)
@@ -331,14 +368,18 @@ class AgentCellAcpAgent:
         )
 
     def _dispose(self, live: _Live) -> None:
-        live.session.interrupt()
         live.session.approver = None
         for dispose in live.disposers:
             dispose()
 
     async def _detach(self, session_id: str) -> None:
+        """Stop serving a session here. A running prompt is cancelled as ``session/cancel`` would, and
+        answered (``cancelled``) before the session's updates stop: a client never waits for an answer
+        that cannot come."""
         live = self._live.pop(session_id, None)
         if live is not None:
+            live.session.interrupt()
+            await live.answered.wait()
             self._dispose(live)
             await live.outbox.close()
 
@@ -430,6 +471,7 @@ class AgentCellAcpAgent:
     ) -> PromptResponse:
         session, outbox, mapper = live.session, live.outbox, live.mapper
         live.prompting = True
+        live.answered.clear()
         try:
             await outbox.forward(session.send(message, skills=skills), mapper.live)
             result = session.last_turn
@@ -440,9 +482,12 @@ class AgentCellAcpAgent:
             raise rpc_error(exc) from None
         finally:
             live.prompting = False
-            if session.title is None:  # after the turn: its first text is not kept waiting for a store write
-                self._title(live, message)
-            await outbox.flush()
+            try:
+                if session.title is None:  # after the turn: its first text is not kept waiting for a store write
+                    self._title(live, message)
+                await outbox.flush()
+            finally:
+                live.answered.set()
         if isinstance(result.stop_reason, ErrorStop):
             raise RequestError(-32603, f"the turn failed: {result.stop_reason.message}", {"stored": True})
         return PromptResponse(stop_reason=_stop_reason(result.stop_reason, mapper.provider_stop))

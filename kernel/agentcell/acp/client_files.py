@@ -89,9 +89,12 @@ class ClientFiles:
         if known is not None:
             return known
         if self._read_via_client:
+            # This read only gives the diff its old text; it must not stop the write. An editor may answer
+            # a missing file with a generic error (the TypeScript SDK sends -32603 for any handler that
+            # throws), so whatever the editor could not read counts as no text before.
             try:
                 return self._read(path, call.model_copy(update={"name": "write_file"}))
-            except FileNotFoundError:
+            except OSError:
                 return None
         try:
             return path.read_text(encoding="utf-8")

