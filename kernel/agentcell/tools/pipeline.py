@@ -19,6 +19,7 @@ from typing import Literal
 from ..errors import ApprovalUnavailable
 from ..events import DeniedBy
 from ._chain import Chain
+from .authority import tool_code
 from .base import ApprovalDecision, ApprovalRequest, Approver, Permission, ToolCall, ToolResult
 from .definition import (
     ALLOW,
@@ -265,7 +266,13 @@ def _wrap(
 
 
 async def _invoke(definition: ToolDefinition, context: ToolContext) -> ToolResult:
-    """Run the tool itself; everything it raises (but cancellation) becomes an error result."""
+    """Run the tool itself; everything it raises (but cancellation) becomes an error result. Its code runs
+    marked as a tool's (``authority.tool_code``): it may not change the permissions it runs under."""
+    with tool_code(definition.name):
+        return await _invoke_marked(definition, context)
+
+
+async def _invoke_marked(definition: ToolDefinition, context: ToolContext) -> ToolResult:
     try:
         if definition.timeout is None:
             value = definition.run(dict(context.call.input), context)
