@@ -23,6 +23,12 @@ within the preset's file rule, enforced on the code itself (:mod:`.confine`): th
 only inside (and ``~/.cache``), reads in the home directory only inside and in Python's installation, and
 starts no process and opens no connection; ``bash`` and MCP tools still ask.
 
+What an approved command may then do is enforced by the OS (:mod:`.sandbox`): under ``workspace-write``
+``bash`` runs in bubblewrap, writing only in the workspace and the temp directories (``.git`` stays
+read-only), seeing no credential folder and no key in its environment, with no network; under
+``read-only`` nothing is writable; ``danger-full-access`` runs it as the user. Where bubblewrap cannot start
+the approval says so and nothing is remembered for "always": every command asks.
+
 "Inside" is the workspace or one of the permitted temporary directories, after resolving ``..`` and every
 symlink, so ``../x``, an absolute path, a symlink pointing out and a path under a symlinked directory that
 leads out are all outside. A call's verdict is the strictest of its accesses. A tool that declares nothing

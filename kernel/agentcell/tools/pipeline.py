@@ -12,7 +12,7 @@ import inspect
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from time import perf_counter
 from typing import Literal
 
@@ -86,10 +86,19 @@ class ToolPipeline:
                 # Fail closed: a call whose reach cannot be told is not run.
                 return Verdict("deny", f"cannot tell which files {definition.name} would touch: {exc}")
         try:
-            return policy.evaluate(definition.name, definition.access, paths)
+            verdict = policy.evaluate(definition.name, definition.access, paths)
         except Exception as exc:
             # A path the model chose may not resolve (a null byte, a directory we may not enter): fail closed.
             return Verdict("deny", f"cannot check the files {definition.name} would touch: {_describe(exc)}")
+        if verdict.permission != "ask" or definition.scope is None:
+            return verdict
+        try:
+            scope = definition.scope(call.input, policy)
+        except Exception as exc:
+            return Verdict("deny", f"cannot tell what {definition.name} would run: {_describe(exc)}")
+        own = f"{definition.name}:execute"
+        keys = tuple(dict.fromkeys(k for key in verdict.keys for k in (scope.keys if key == own else (key,))))
+        return replace(verdict, reason=verdict.reason + scope.note, keys=keys)
 
     # ------------------------------------------------------------------------------------------ execute
 

@@ -16,7 +16,24 @@ from ...errors import InvalidInputError
 if TYPE_CHECKING:
     from ...sessions import Session
 
-__all__ = ["describe_rules", "revoke_rules"]
+__all__ = ["describe_rules", "describe_sandbox", "revoke_rules"]
+
+
+def describe_sandbox(preset: str) -> str:
+    """What confines an approved command under ``preset``, in one line."""
+    from ...tools.sandbox import sandbox_problem
+
+    if preset == "danger-full-access":
+        return "commands: run with your full rights (no sandbox under danger-full-access)"
+    problem = sandbox_problem()
+    if problem is not None:
+        return f"commands: NOT sandboxed here ({problem}); every command asks, and Allow always is not remembered"
+    if preset == "read-only":
+        return "commands: refused (in the bubblewrap sandbox nothing would be writable)"
+    return (
+        "commands: asked, then run in a bubblewrap sandbox (writable: the workspace but .git, and the temp "
+        "folder; no network; credential folders and keys hidden)"
+    )
 
 
 def describe_rules(session: Session) -> str:
