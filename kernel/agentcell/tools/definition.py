@@ -63,7 +63,7 @@ class ApprovalScope:
     """What a user who answers "always" about an ``execute`` call agrees to, as the tool sees it."""
 
     keys: tuple[str, ...]
-    """The rules an "always" answer makes (``bash:execute``); none: nothing is remembered, every call asks."""
+    """The rules an "always" answer makes (``bash:$ ls``); none: nothing is remembered, every call asks."""
     note: str = ""
     """Added to the reason the user reads when asked."""
 

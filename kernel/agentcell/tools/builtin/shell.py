@@ -5,7 +5,8 @@ preset asks before running it, ``read-only`` refuses it. What an approved comman
 sandbox's business (:mod:`..sandbox`, bubblewrap): under ``workspace-write`` it writes only in the workspace
 and the temp directories (not ``.git``), sees no credential folder or key and has no network; under
 ``danger-full-access`` it runs as the user. Where the sandbox cannot start, the approval says so and no
-"always" answer is remembered: every command asks.
+"always" answer is remembered: every command asks. Otherwise "always" covers the command asked about, each
+of its parts on its own (:mod:`..command_rules`), never every command.
 
 Output (stdout and stderr interleaved) is kept up to a cap; a command that outlives its timeout, or a turn
 that is interrupted, has its whole process group killed, and so do background processes that still hold
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import ToolResult
+from ..command_rules import command_rule_keys
 from ..definition import ApprovalScope, ToolContext, ToolDefinition
 from ..functions import function_tool
 from ..output import MAX_LOG_CHARS
@@ -180,7 +182,8 @@ def _approval_scope(arguments: Mapping[str, Any], policy: PermissionPolicy) -> A
         return ApprovalScope(
             (), f" (it would run unsandboxed, with your full rights: {problem}; so every command asks)"
         )
-    return ApprovalScope(("bash:execute",))
+    # "Always" covers this command, part by part (tools/command_rules.py), never every command.
+    return ApprovalScope(command_rule_keys(str(arguments.get("command", ""))))
 
 
 async def _drain(collector: _Collector, pid: int) -> None:
