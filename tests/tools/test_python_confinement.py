@@ -110,6 +110,6 @@ async def test_the_message_says_which_tool_asks_instead(
 ) -> None:
     registry = _registry(registry_for, "workspace-write")
     wrote: Any = await _run(registry, f"open({str(outside / 'x.txt')!r}, 'w')")
-    assert "The write_file tool asks the user for paths outside" in wrote.text_content
+    assert "The write_file tool asks the user for such paths" in wrote.text_content
     ran = await _run(registry, "import subprocess; subprocess.run(['true'])")
     assert "use the bash tool, which asks the user" in ran.text_content

@@ -161,12 +161,12 @@ def _check_path(policy: PermissionPolicy, path: Any, *, write: bool) -> None:
     if write:
         if policy.preset == "read-only":
             raise ConfinementError(f"the read-only preset does not let the python tool write {raw}")
-        inside = policy.inside(real) or real.is_relative_to(cache)
+        inside = (policy.inside(real) and not policy.protected(real)) or real.is_relative_to(cache)
         if not inside or _is_special(real):
             raise ConfinementError(
                 f"the python tool writes only inside the workspace {policy.workspace} under the {policy.preset} "
-                f"preset; {raw} resolves to {real} (a file outside, a hard link or a FIFO). The write_file tool "
-                "asks the user for paths outside"
+                f"preset; {raw} resolves to {real} (a file outside, a hard link, a FIFO or configuration that "
+                "runs code later, such as .git). The write_file tool asks the user for such paths"
             )
         return
     home = Path(os.path.realpath(Path.home()))

@@ -34,6 +34,10 @@ symlink, so ``../x``, an absolute path, a symlink pointing out and a path under 
 leads out are all outside. A call's verdict is the strictest of its accesses. A tool that declares nothing
 is allowed everywhere (a user's own function touches what the user wrote it to touch).
 
+Files that run code later (:data:`PROTECTED_NAMES`: ``.git``, ``.envrc``, ``.vscode``, …) are **protected**
+inside the workspace: a write there asks under ``workspace-write`` as a write outside does (the bash
+sandbox keeps the existing ones read-only, and the python tool's code does not write them).
+
 Some folders inside the workspace are **read-only** whatever the preset: :data:`READ_ONLY_DIRS` (where the
 engine mounts skills). An edit there is denied, and a file tool refuses to write there even when a call
 was allowed; the python and bash tools run code, which no path check confines (the mounted files are
@@ -60,6 +64,7 @@ from .base import Permission
 
 __all__ = [
     "PERMISSION_PRESETS",
+    "PROTECTED_NAMES",
     "READ_ONLY_DIRS",
     "SKILLS_MOUNT",
     "Access",
@@ -75,6 +80,19 @@ SKILLS_MOUNT = ".agentcell/skills"
 """Where, relative to a workspace, the engine mounts the skills a session activates."""
 READ_ONLY_DIRS: tuple[str, ...] = (SKILLS_MOUNT,)
 """Folders of every workspace (relative to it) that no call may write."""
+
+PROTECTED_NAMES: tuple[str, ...] = (
+    ".git",
+    ".gitmodules",
+    ".envrc",
+    ".vscode",
+    ".idea",
+    ".husky",
+    ".pre-commit-config.yaml",
+)
+"""Files and folders whose contents run later, at the user's hand (``.git/config``'s ``core.fsmonitor`` at the
+next ``git status``, ``.git/hooks``, direnv's ``.envrc``, an editor's tasks): a write to a path with one of
+these names in it, inside the workspace, asks as a write outside does."""
 
 PathUse: TypeAlias = tuple[str, Literal["read", "edit"]]
 """A path a call would touch (relative to the workspace, or absolute) and how."""
@@ -186,6 +204,11 @@ class PermissionPolicy:
             raise OutsideWorkspaceError(f"{path} is not a regular file (a FIFO, socket or device); the file tools "
                                         "read and write regular files only")  # fmt: skip
         if not approved and self.preset != "danger-full-access":
+            if kind == "edit" and (name := self.protected(real)):
+                raise OutsideWorkspaceError(
+                    f"{path} is in {name}, which holds configuration that runs code later; writing it needs "
+                    "the user's approval"
+                )
             if not self.contains(real):
                 raise OutsideWorkspaceError(
                     f"{path} resolves to {real}, outside the workspace {self.workspace}; "
@@ -197,6 +220,14 @@ class PermissionPolicy:
                     "the workspace; touching it needs the user's approval"
                 )
         return real
+
+    def protected(self, real: Path) -> str:
+        """The name of :data:`PROTECTED_NAMES` that ``real`` (inside the workspace or a temp dir) is in, or
+        ``""``."""
+        for root in self._roots:
+            if real.is_relative_to(root):
+                return next((part for part in real.relative_to(root).parts if part in PROTECTED_NAMES), "")
+        return ""
 
     def inside(self, real: Path) -> bool:
         """Whether the preset counts ``real`` as inside: under the workspace or a temp dir, and not a file
@@ -251,6 +282,11 @@ class PermissionPolicy:
                 if kind == "edit" and self.read_only(real):
                     reason = f"{tool} would write {real}, in a read-only folder (a mounted skill)"
                     weigh("deny", reason, f"{tool}:read-only", by_preset=False)
+                    continue
+                if kind == "edit" and (name := self.protected(real)):
+                    outside = True  # approved, the file tools may write it; unasked, they refuse
+                    reason = f"{tool} would write {real}, in {name}, which holds configuration that runs code later"
+                    weigh(table[kind][1], reason, f"{tool}:{kind}:{real.parent}")
                     continue
                 if self.inside(real):
                     weigh(table[kind][0], f"{tool} would {verb} {real}", f"{tool}:{kind}")

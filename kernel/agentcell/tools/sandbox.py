@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from .._secrets import is_secret_variable
-from .permissions import READ_ONLY_DIRS, PermissionPolicy
+from .permissions import PROTECTED_NAMES, READ_ONLY_DIRS, PermissionPolicy
 
 __all__ = ["CREDENTIAL_PATHS", "PROTECTED_DIRS", "sandbox_problem", "sandboxed_command", "sandboxed_environment"]
 
@@ -50,9 +50,9 @@ CREDENTIAL_PATHS: tuple[str, ...] = (
     ".local/share/jupyter/runtime",
 )
 """Paths under the home directory a sandboxed command cannot see."""
-PROTECTED_DIRS: tuple[str, ...] = (".git", *READ_ONLY_DIRS)
-"""Folders of the workspace that stay read-only to a sandboxed command under ``workspace-write``: what git
-runs later (``.git/config``'s ``core.fsmonitor``, ``.git/hooks``) and the mounted skills."""
+PROTECTED_DIRS: tuple[str, ...] = (*PROTECTED_NAMES, *READ_ONLY_DIRS)
+"""What of the workspace stays read-only to a sandboxed command under ``workspace-write`` (when it exists):
+what runs later (``.git/config``'s ``core.fsmonitor``, ``.git/hooks``, ``.envrc``, …) and the mounted skills."""
 _PROVIDER_PREFIXES = ("ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_API", "AGENTCELL_")
 
 
@@ -92,10 +92,8 @@ def sandboxed_command(argv: list[str], policy: PermissionPolicy, cwd: Path) -> l
         for root in sorted(set(policy.roots), key=lambda p: len(p.parts)):
             if root.is_dir():
                 args += ["--bind", str(root), str(root)]
-        for name in PROTECTED_DIRS:
-            protected = policy.workspace / name
-            if protected.is_dir() and not protected.is_symlink():
-                args += ["--ro-bind", str(protected), str(protected)]
+        for protected in _protected_paths(policy.workspace):
+            args += ["--ro-bind", str(protected), str(protected)]
     args += _hidden_credentials(policy.workspace)
     return [*args, "--chdir", str(cwd), "--", *argv]
 
@@ -103,6 +101,46 @@ def sandboxed_command(argv: list[str], policy: PermissionPolicy, cwd: Path) -> l
 AGENT_SOCKETS: tuple[str, ...] = ("/var/run/docker.sock", "/run/docker.sock", "/run/podman/podman.sock")
 """Sockets that act with more rights than a file (a socket in the file system is reachable from any network
 namespace): the container daemons'; with the user's own run folder and ``$SSH_AUTH_SOCK``, hidden too."""
+
+
+_NESTED_DEPTH = 2
+"""How deep the walk for nested repositories goes: the workspace's own folders (``vendor/lib/.git``)."""
+_WALK_LIMIT = 2_000
+"""The most entries the walk reads: a command's start must not depend on the size of the tree."""
+_NOT_WALKED = frozenset({"node_modules", ".venv", "venv", "__pycache__", ".tox", ".mypy_cache", "site-packages"})
+
+
+def _protected_paths(workspace: Path) -> list[Path]:
+    """What of the workspace a command may not write: the protected names at its top that exist, and the
+    ``.git`` of repositories nested a few levels down (a bounded walk: big trees are not searched whole).
+    A mount point must exist, so a protected name the workspace does not hold yet is not covered here."""
+    found = [workspace / name for name in PROTECTED_DIRS if _real_entry(workspace / name)]
+    level, seen = [workspace], 0
+    for _ in range(_NESTED_DEPTH):
+        below: list[Path] = []
+        for folder in level:
+            try:
+                entries = list(os.scandir(folder))
+            except OSError:
+                continue
+            seen += len(entries)
+            if seen > _WALK_LIMIT:
+                return found
+            for entry in entries:
+                if not entry.is_dir(follow_symlinks=False) or entry.name in _NOT_WALKED:
+                    continue
+                path = Path(entry.path)
+                if entry.name == ".git":
+                    if folder != workspace:
+                        found.append(path)
+                elif not entry.name.startswith(".agentcell"):
+                    below.append(path)
+        level = below
+    return found
+
+
+def _real_entry(path: Path) -> bool:
+    return path.exists() and not path.is_symlink()
 
 
 def _hidden_credentials(workspace: Path) -> list[str]:
