@@ -292,7 +292,7 @@ class SQLiteStore:
             )
 
     def get_skill_version(self, skill_id: str, version: int | None) -> Skill | None:
-        from ..records.skill import Skill
+        from ..records.skill import stored_skill
 
         if version is None:
             rows = self._query(
@@ -302,22 +302,22 @@ class SQLiteStore:
             rows = self._query(
                 "SELECT body FROM skill_versions WHERE skill_id = ? AND version = ?", (skill_id, version)
             )
-        return Skill.model_validate_json(rows[0][0]) if rows else None
+        return stored_skill(rows[0][0]) if rows else None
 
     def list_skills(self) -> list[Skill]:
-        from ..records.skill import Skill
+        from ..records.skill import stored_skill
 
         rows = self._query(
             "SELECT body FROM skill_versions AS s WHERE version = "
             "(SELECT MAX(version) FROM skill_versions WHERE skill_id = s.skill_id) ORDER BY skill_id"
         )
-        return [Skill.model_validate_json(body) for (body,) in rows]
+        return [stored_skill(body) for (body,) in rows]
 
     def list_skill_versions(self, skill_id: str) -> list[Skill]:
-        from ..records.skill import Skill
+        from ..records.skill import stored_skill
 
         rows = self._query("SELECT body FROM skill_versions WHERE skill_id = ? ORDER BY version", (skill_id,))
-        return [Skill.model_validate_json(body) for (body,) in rows]
+        return [stored_skill(body) for (body,) in rows]
 
     def skill_content(self, sha256: str) -> bytes | None:
         with self._lock:
