@@ -18,10 +18,14 @@ fetch              ask         ask              allow
 =================  ==========  ===============  ==================
 
 ``kernel`` is allowed under ``workspace-write`` because running Python in the notebook's namespace is what
-a notebook agent is for, and a notebook run headless (nbclient, Binder) has nobody to ask. It is allowed
-within the preset's file rule, enforced on the code itself (:mod:`.confine`): the python tool's code writes
-only inside (and ``~/.cache``), reads in the home directory only inside and in Python's installation, and
-starts no process and opens no connection; ``bash`` and MCP tools still ask.
+a notebook agent is for, and a notebook run headless (nbclient, Binder) has nobody to ask. Its code gets
+the preset's file rule as guard rails (:mod:`.confine`): it writes only inside (and ``~/.cache``), reads in
+the home directory only inside and in Python's installation, and starts no process and opens no
+connection, in its own thread and the threads it starts. These are not a sandbox: code in the kernel's
+own process can get round them (the module says how), so ``workspace-write`` trusts the python tool as it
+trusts the model's other Python in the notebook, and a notebook that must not is set ``read-only``
+(which refuses the python tool) or has it turned off (``%tools disable python``). ``bash`` runs in an OS
+sandbox and MCP tools still ask.
 
 What an approved command may then do is enforced by the OS (:mod:`.sandbox`): under ``workspace-write``
 ``bash`` runs in bubblewrap, writing only in the workspace and the temp directories (``.git`` stays
