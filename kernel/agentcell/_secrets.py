@@ -12,9 +12,14 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 
-__all__ = ["REDACTED", "StreamScrubber", "keep_secret", "scrub", "secret_values"]
+__all__ = ["REDACTED", "StreamScrubber", "is_secret_variable", "keep_secret", "scrub", "secret_values"]
 
-SECRET_ENV = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+SECRET_ENV = re.compile(
+    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|DSN|(?:^|_)PAT(?:$|_)|(?:^|_)AUTH(?:$|_)", re.IGNORECASE
+)
+"""Names of variables that hold a credential whole (``GH_PAT``, ``SENTRY_DSN``, ``HTTP_AUTH``)."""
+URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:([^@\s/]+)@", re.IGNORECASE)
+"""A password inside a URL (``postgresql://user:PASSWORD@host/db`` in ``DATABASE_URL``, ``AGENTCELL_DB``)."""
 MIN_SECRET_LENGTH = 8
 """Shorter values ("1", "true") would redact ordinary text."""
 REDACTED = "[redacted]"
@@ -34,8 +39,15 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """The values of credential-like variables of ``environ`` (this process's by default) and the secrets
     kept by :func:`keep_secret`, longest first."""
     source = os.environ if environ is None else environ
-    values = {v for k, v in source.items() if SECRET_ENV.search(k) and len(v) >= MIN_SECRET_LENGTH}
+    values = {v for k, v in source.items() if SECRET_ENV.search(k)}
+    values |= {password for v in source.values() for password in URL_PASSWORD.findall(v)}
+    values = {v for v in values if len(v) >= MIN_SECRET_LENGTH}
     return sorted(values | (_kept if environ is None else set()), key=len, reverse=True)
+
+
+def is_secret_variable(name: str, value: str) -> bool:
+    """Whether an environment variable holds a credential: by its name, or a URL with a password in it."""
+    return bool(SECRET_ENV.search(name) or URL_PASSWORD.search(value))
 
 
 def scrub(text: str, secrets: Sequence[str]) -> str:

@@ -22,6 +22,7 @@ Every error agentcell raises derives from :class:`AgentCellError`::
     ├── TurnError                     a notebook cell's turn ended in an error (the cell fails, in one line)
     ├── ApprovalUnavailable           an approval request reached no one who could answer it (the call is refused)
     ├── OutsideWorkspaceError         a tool was asked for a path the permission preset does not let it touch
+    ├── PermissionChangeRefused       a tool's code tried to change the preset, the always rules or the budget
     ├── TurnSignal                    internal: how the parts of a turn tell the loop to stop (never escapes it)
     │   ├── BudgetExhaustedError      the next request's worst case does not fit what remains of the budget
     │   └── TurnFailedError           the turn cannot go on (its session.error is already in the log)
@@ -57,6 +58,7 @@ __all__ = [
     "MissingKeyError",
     "NotFoundError",
     "OutsideWorkspaceError",
+    "PermissionChangeRefused",
     "ProviderAuthError",
     "ProviderConnectionError",
     "ProviderError",
@@ -220,6 +222,11 @@ class ApprovalUnavailable(AgentCellError):  # noqa: N818 - the model reads the n
 
 class OutsideWorkspaceError(AgentCellError, PermissionError):
     """A file tool was asked for a path the call was not permitted to touch."""
+
+
+class PermissionChangeRefused(AgentCellError, PermissionError):  # noqa: N818 - the model reads the name
+    """A tool's code (the agent's, during its turn) tried to change the permission preset, the "always"
+    rules or the budget; only the user changes those."""
 
 
 class TurnSignal(AgentCellError):  # noqa: N818 - a signal between the parts of a turn, not a failure

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, TextIO
 
 from ._format import format_cost
+from ._terminal import for_terminal
 from .events import (
     AgentCustomToolUse,
     AgentMessage,
@@ -101,7 +102,8 @@ async def print_follow(
     commits; ``until_idle`` stops at the next ``session.status_idle``."""
     after = None if everything else latest_turn_start(engine.store, session_id)[0]
     async for event in engine.sessions.follow(session_id, after=after):
-        lines = [event.model_dump_json()] if jsonl else event_lines(event)
+        # JSON escapes control characters itself; a transcript line must not carry them to the terminal.
+        lines = [event.model_dump_json()] if jsonl else [for_terminal(line) for line in event_lines(event)]
         for line in lines:
             print(line, file=out, flush=True)
         if until_idle and event.type == "session.status_idle":

@@ -8,6 +8,8 @@ import json
 import sys
 from typing import Any, TextIO
 
+from ._terminal import for_terminal
+
 __all__ = ["TurnPrinter"]
 
 TOOL_CALLS = ("agent.tool_use", "agent.custom_tool_use", "agent.server_tool_use")
@@ -64,9 +66,10 @@ class TurnPrinter:
             else:
                 outcome = "failed" if item.get("is_error") else "done"
             self._end_line()
-            self._out.write(f"  ⚙ {name} {_summary(name, tool_input)} — {outcome}\n")
+            self._out.write(for_terminal(f"  ⚙ {name} {_summary(name, tool_input)} — {outcome}") + "\n")
 
     def _write(self, text: str) -> None:
+        text = for_terminal(text)  # model text is data: no escape sequence reaches the terminal
         self._out.write(text)
         self._mid_line = not text.endswith("\n")
 

@@ -49,6 +49,7 @@ from .records.session import SessionRecord
 from .session_approvals import ApprovalMethods
 from .session_workflows import WorkflowMethods
 from .tools.approvals import ApprovalBroker, rules_from_events
+from .tools.authority import refuse_from_tool_code
 from .usage import Budget, Usage
 
 RULE_EVENT_TYPES = ("user.tool_confirmation", "user.permission_revoked")
@@ -318,6 +319,10 @@ class Session(WorkflowMethods, ApprovalMethods):
         changed (for tools and MCP servers, the full materialised agent)."""
         if self.status == "terminated":
             raise SessionTerminatedError(f"session {self.id} was terminated; it cannot be updated")
+        if permissions is not UNSET:
+            refuse_from_tool_code(f"setting the permission preset to {permissions!r}")
+        if budget is not UNSET:
+            refuse_from_tool_code("changing the budget")
         if budget is not UNSET and budget is not None:
             check_priced(self._engine.providers.resolve(self.agent.model))  # a cap must be able to fire
         apply_update(

@@ -1,4 +1,4 @@
-"""Secrets: an API key the model repeats and a tool prints is in no artifact a run leaves behind.
+"""Secrets: an API key (or a PAT, a DSN, a URL's password) a model repeats and a tool prints is in no artifact of a run.
 
 ``agentcell run --record --html`` executes a notebook on Claude, served by a loopback server whose model
 calls the python tool to print ``ANTHROPIC_API_KEY`` and then repeats the key, split across stream
@@ -25,7 +25,17 @@ from .kernel_session import loopback_claude
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
-LEAK = "import os\nprint('the key is', os.environ['ANTHROPIC_API_KEY'])"
+OTHERS = {
+    # Secrets under other names, or inside a value (issue 31, 7): each must be redacted by its value too.
+    "GH_PAT": "ghp_canaryPersonalAccessToken1234",
+    "SENTRY_DSN": "https://canarydsnpublickey99@o1.ingest.sentry.io/42",
+    "DATABASE_URL": "postgresql://analyst:canary-db-password-77@db.example/warehouse",
+}
+OTHER_SECRETS = [OTHERS["GH_PAT"], OTHERS["SENTRY_DSN"], "canary-db-password-77"]
+LEAK = (
+    "import os\nprint('the key is', os.environ['ANTHROPIC_API_KEY'])\n"
+    "for name in ('GH_PAT', 'SENTRY_DSN', 'DATABASE_URL'):\n    print(name, os.environ[name])"
+)
 
 
 def _message(stop: str, blocks: list[object]) -> bytes:
@@ -81,7 +91,7 @@ def test_no_artifact_of_a_run_holds_the_key(tmp_path: Path) -> None:
         notebook.metadata["kernelspec"] = {"name": "agentcell", "display_name": "agentcell", "language": "markdown"}
         notebook.cells = [nbformat.v4.new_code_cell("Print the environment, then tell me the key.")]
         nbformat.write(notebook, folder / "study.ipynb")
-        env = loopback_claude(server, tmp_path, AGENTCELL_DB=str(folder / "study.db"))
+        env = loopback_claude(server, tmp_path, AGENTCELL_DB=str(folder / "study.db"), **OTHERS)
         for name in ("JPY_SESSION_NAME", "AGENTCELL_REPLAY"):  # `agentcell run` sets both itself
             env.pop(name)
         run = subprocess.run(
@@ -102,6 +112,7 @@ def test_no_artifact_of_a_run_holds_the_key(tmp_path: Path) -> None:
     assert {"study.executed.ipynb", "study.executed.html", "study.agentcell.jsonl", "study.db"} <= set(artifacts)
     artifacts["stdout"], artifacts["stderr"] = run.stdout.encode(), run.stderr.encode()
     forms = [API_KEY.encode(), json.dumps(API_KEY).strip('"').encode(), API_KEY[: len(API_KEY) - 2].encode()]
+    forms += [secret.encode() for secret in OTHER_SECRETS]
     leaked = sorted(name for name, data in artifacts.items() for form in forms if form in data)
     assert not leaked, f"the key is in {leaked}"
 

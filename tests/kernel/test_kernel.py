@@ -66,6 +66,7 @@ def test_magics_answer_and_mistakes_are_one_line(kernel_env: dict[str, str], tmp
         assert "permissions: read-only" in execute(kc, "%permissions read-only").stdout
         assert execute(kc, "%permissions").stdout.splitlines() == [
             "permissions: read-only",
+            "commands: refused (in the bubblewrap sandbox nothing would be writable)",
             "always rules: none (an approval's Allow always adds one)",
         ]
         assert "system prompt set (agent v2)" in execute(kc, "%system Be terse.").stdout
@@ -80,6 +81,7 @@ def test_magics_answer_and_mistakes_are_one_line(kernel_env: dict[str, str], tmp
         assert run.status == "ok"
         for bad, message in [
             ("%budget lots", "a budget is an amount in USD"),
+            ("%budget 1e309", "a budget is at most 1,000,000 USD"),
             ("%permissions everything", "unknown permission preset"),
             ("%permissions revoke bash", "no always rule named 'bash'"),
             ("%model scripted max_tokens=many", "max_tokens must be int"),

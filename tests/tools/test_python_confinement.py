@@ -58,6 +58,22 @@ ESCAPES = {
     "spawn": "import os; os.posix_spawn('/usr/bin/touch', ['touch', OUT + '/ran'], {})",
     "connect to the network": "import socket; socket.create_connection(('127.0.0.1', 9), timeout=1)",
     "load native code": "import ctypes; ctypes.CDLL(None)",
+    # Issue 31, 2: through a thread the code starts, a pool's worker, a database file, UDP sendmsg.
+    "write from a thread it starts": (
+        "import threading\nbox = []\ndef go():\n    try:\n        open(OUT + '/new.txt', 'w').write('x')\n"
+        "    except BaseException as exc:\n        box.append(exc)\n"
+        "t = threading.Thread(target=go); t.start(); t.join()\nraise box[0]"
+    ),
+    "write from a thread pool": (
+        "from concurrent.futures import ThreadPoolExecutor\n"
+        "with ThreadPoolExecutor(2) as pool:\n    pool.submit(lambda: open(OUT + '/new.txt', 'w')).result()"
+    ),
+    "create a database outside": "import sqlite3; sqlite3.connect(OUT + '/new.db').execute('create table t (x)')",
+    "open a database outside by uri": "import sqlite3; sqlite3.connect('file:' + OUT + '/new.db?mode=rwc', uri=True)",
+    "send a datagram with sendmsg": (
+        "import socket\nwith socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:\n"
+        "    s.sendmsg([b'x'], [], 0, ('127.0.0.1', 9))"
+    ),
 }
 
 
@@ -110,6 +126,6 @@ async def test_the_message_says_which_tool_asks_instead(
 ) -> None:
     registry = _registry(registry_for, "workspace-write")
     wrote: Any = await _run(registry, f"open({str(outside / 'x.txt')!r}, 'w')")
-    assert "The write_file tool asks the user for paths outside" in wrote.text_content
+    assert "The write_file tool asks the user for such paths" in wrote.text_content
     ran = await _run(registry, "import subprocess; subprocess.run(['true'])")
     assert "use the bash tool, which asks the user" in ran.text_content

@@ -89,3 +89,53 @@ async def test_bash_asks_under_workspace_write_and_is_refused_under_read_only(
         assert result.error_code == expected
         assert len(approvals.asked) == (1 if preset == "workspace-write" else 0)
     assert not (workspace / "made").exists()
+
+
+def _running_with(argument: str) -> list[int]:
+    """The processes whose command line holds ``argument``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if argument in entry.joinpath("cmdline").read_bytes().decode(errors="replace") and _running(
+                    int(entry.name)
+                ):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.fixture
+def sandboxed(registry_for: Callable[[PermissionPreset], ToolRegistry]) -> ToolRegistry:
+    """bash under workspace-write: approved, then run in the bubblewrap sandbox."""
+    registry = registry_for("workspace-write")
+    registry.register(bash_tool(max_output=2000))
+    return registry
+
+
+async def test_a_sandboxed_command_past_its_timeout_is_killed_with_its_children(sandboxed: ToolRegistry) -> None:
+    command = "sleep 31.4159 & echo started; wait"
+    result = await sandboxed.execute(make_call("bash", command=command, timeout_seconds=0.5), approver=Approvals(True))
+    assert (result.error_code, result.text_content) == ("TIMEOUT", "started\n\n[killed after 0.5 s]")
+    assert _running_with("31.4159") == []
+
+
+async def test_an_interrupted_sandboxed_call_leaves_nothing_running(sandboxed: ToolRegistry, workspace: Path) -> None:
+    task = asyncio.create_task(
+        sandboxed.execute(make_call("bash", command="touch ready; exec sleep 32.718"), approver=Approvals(True))
+    )
+    while not (workspace / "ready").exists():  # noqa: ASYNC110 - the sandbox's own file is the only signal
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert _running_with("32.718") == []
+
+
+async def test_a_sandboxed_commands_background_processes_end_with_it(sandboxed: ToolRegistry) -> None:
+    result = await sandboxed.execute(
+        make_call("bash", command="nohup sleep 33.1 > /dev/null 2>&1 & echo done"), approver=Approvals(True)
+    )
+    assert result.text_content == "done\n"
+    assert _running_with("33.1") == []

@@ -25,6 +25,7 @@ from .log import SessionLog
 __all__ = ["apply_update", "parse_budget", "resolve_multiagent", "terminate"]
 
 MAX_TITLE_CHARS = 512
+MAX_BUDGET_USD = Decimal(1_000_000)
 
 
 def parse_budget(budget: object) -> Budget | None:
@@ -41,6 +42,11 @@ def parse_budget(budget: object) -> Budget | None:
         raise InvalidInputError(f"a budget is an amount in USD such as '0.50', not {budget!r}") from None
     if not amount.is_finite() or amount <= 0:
         raise InvalidInputError(f"a budget must be more than 0 USD, not {budget!r}; use None for no budget")
+    if amount > MAX_BUDGET_USD:
+        # 1e309 is a finite Decimal but no float: a cap past any real spend is no cap; say so instead.
+        raise InvalidInputError(
+            f"a budget is at most {MAX_BUDGET_USD:,} USD, not {budget!r}; for no budget use None (%budget off)"
+        )
     return Budget(max_list_cost=amount)
 
 

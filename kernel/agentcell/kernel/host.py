@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from traitlets import Enum, Float, Unicode, observe
+from traitlets import Enum, Float, TraitError, Unicode, observe, validate
 from traitlets.config import Configurable
 
-from ..errors import TurnError, TurnInterrupted, UserError
+from ..errors import PermissionChangeRefused, TurnError, TurnInterrupted, UserError
 from ..records.common import CACHE_CHOICES, PERMISSION_PRESETS
 
 if TYPE_CHECKING:
@@ -80,6 +80,17 @@ class AgentCell(Configurable):
     def _cache_changed(self, change: dict[str, Any]) -> None:
         if self.host is not None:
             self.host.apply_cache_setting()
+
+    @validate("permissions", "budget")
+    def _only_by_the_user(self, proposal: dict[str, Any]) -> Any:
+        # Checked before the value is taken: a refused change leaves the setting new sessions get as it was.
+        from ..tools.authority import refuse_from_tool_code
+
+        try:
+            refuse_from_tool_code(f"setting AgentCell.{proposal['trait'].name}")
+        except PermissionChangeRefused as exc:
+            raise TraitError(str(exc)) from None  # a TraitError makes traitlets put the old value back
+        return proposal["value"]
 
     @observe("permissions")
     def _permissions_changed(self, change: dict[str, Any]) -> None:

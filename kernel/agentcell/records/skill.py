@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, StoreError
 
 __all__ = [
     "MAX_SESSION_SKILLS",
@@ -60,14 +60,42 @@ class SkillDiagnostic(_Model):
         return f"{where}: {self.level}: {self.message}"
 
 
+def check_skill_path(path: str) -> str:
+    """``path`` when it names a file inside a skill's folder: relative, with ``/``, no ``.`` or ``..`` part,
+    no backslash, drive or NUL. Raises InvalidInputError otherwise: a stored version is mounted under the
+    workspace, so a path like ``../../.bashrc`` would write outside it (a shared store is anyone's to write)."""
+    parts = path.split("/")
+    if (
+        not path
+        or path.startswith("/")
+        or "\\" in path
+        or "\0" in path
+        or (len(path) > 1 and path[1] == ":")
+        or any(part in ("", ".", "..") for part in parts)
+    ):
+        raise InvalidInputError(
+            f"a skill file's path is relative to its folder, with '/' and no '.', '..', backslash or drive: "
+            f"{path!r} is not"
+        )
+    return path
+
+
 class SkillFile(_Model):
     """One file of a skill folder (its content is kept apart, by its SHA-256)."""
 
     path: str
-    """Relative to the skill folder, with ``/``."""
+    """Relative to the skill folder, with ``/`` (checked: no ``..``, absolute or backslash path)."""
     size: int = Field(ge=0)
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     executable: bool = False
+
+    @field_validator("path")
+    @classmethod
+    def _inside_the_folder(cls, path: str) -> str:
+        try:
+            return check_skill_path(path)
+        except InvalidInputError as exc:
+            raise ValueError(str(exc)) from None
 
 
 class Skill(_Model):
@@ -100,6 +128,20 @@ class Skill(_Model):
     def resources(self) -> list[str]:
         """The files besides ``SKILL.md``: what activation lists without reading."""
         return [f.path for f in self.files if f.path != "SKILL.md"]
+
+
+def stored_skill(body: str | bytes) -> Skill:
+    """A skill version as a store row holds it, validated as one written through the API would be; a row
+    that is not (a path leading out of the folder, planted in a shared database) raises StoreError."""
+    try:
+        return Skill.model_validate_json(body)
+    except ValidationError as exc:
+        problem = exc.errors()[0]
+        where = ".".join(str(part) for part in problem["loc"])
+        raise StoreError(
+            f"a stored skill version is not valid and is not used ({where}: {problem['msg']}); whoever can "
+            "write the store wrote it, not agentcell: delete it (engine.skills.delete) and create it again"
+        ) from None
 
 
 class SkillRef(_Model):

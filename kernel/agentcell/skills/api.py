@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import InvalidInputError, NotFoundError, SkillFormatError, StoreError
+from ..errors import InvalidInputError, NotFoundError, ResourceMountError, SkillFormatError, StoreError
 from ..ids import new_id
 from ..records.common import utc_now
-from ..records.skill import PinnedSkill, Skill, SkillRef, check_session_cap
+from ..records.skill import PinnedSkill, Skill, SkillRef, check_session_cap, check_skill_path
 from .folder import SkillFolder, discover, read_folder
 
 if TYPE_CHECKING:
@@ -203,7 +203,7 @@ class SkillsAPI:
         staging = Path(tempfile.mkdtemp(prefix=f".{skill.name}-", dir=target.parent))
         try:
             for file in skill.files:
-                destination = staging / file.path
+                destination = _inside(staging, file.path)
                 destination.parent.mkdir(parents=True, exist_ok=True)
                 destination.write_bytes(self.content(skill, file.path))
                 mode = _READ_ONLY_DIR if file.executable else _READ_ONLY_FILE
@@ -215,6 +215,19 @@ class SkillsAPI:
             _remove(staging)
             raise
         _seal(target)
+
+
+def _inside(folder: Path, path: str) -> Path:
+    """Where ``path`` goes in ``folder``, checked again here (a version built without validation, or a path
+    through a link): nothing a stored version names is written outside the folder it is mounted in."""
+    try:
+        check_skill_path(path)
+    except InvalidInputError as exc:
+        raise ResourceMountError(f"a stored skill version cannot be mounted: {exc}") from None
+    destination = folder / path
+    if not Path(os.path.realpath(destination)).is_relative_to(os.path.realpath(folder)):
+        raise ResourceMountError(f"a stored skill version cannot be mounted: {path!r} leads out of its folder")
+    return destination
 
 
 def _holds(target: Path, skill: Skill) -> bool:

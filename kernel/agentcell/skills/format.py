@@ -132,8 +132,9 @@ def _load_yaml(block: list[str], parsed: Frontmatter) -> tuple[dict[str, Any] | 
 def _mapping(text: str, parsed: Frontmatter) -> tuple[dict[str, Any] | None, dict[str, int]]:
     import yaml
 
-    node = yaml.compose(text, Loader=yaml.SafeLoader)
-    data = yaml.safe_load(text)
+    from .. import _yaml  # with limits: a few hundred bytes of aliases must not describe billions of values
+
+    node, data = _yaml.compose(text)
     if not isinstance(data, dict) or not isinstance(node, yaml.MappingNode):
         parsed.fail("frontmatter_not_mapping", "the frontmatter must be YAML keys and values (name: ...)", 2)
         return None, {}

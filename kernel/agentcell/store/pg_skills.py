@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import psycopg
 
-from ..records.skill import Skill
+from ..records.skill import Skill, stored_skill
 from .pg_versions import SKILL_VERSIONS, insert_version
 
 __all__ = ["PgSkills"]
@@ -60,7 +60,7 @@ class PgSkills:
             sql = "SELECT body FROM agentcell.skill_versions WHERE skill_id = %s AND version = %s"
             params = (skill_id, version)
         rows = self._run(f"read skill {skill_id}", lambda conn: conn.execute(sql, params).fetchall())
-        return Skill.model_validate_json(rows[0][0]) if rows else None
+        return stored_skill(rows[0][0]) if rows else None
 
     def list_skills(self) -> list[Skill]:
         rows = self._run(
@@ -69,7 +69,7 @@ class PgSkills:
                 "SELECT DISTINCT ON (skill_id) body FROM agentcell.skill_versions ORDER BY skill_id, version DESC"
             ).fetchall(),
         )
-        return [Skill.model_validate_json(body) for (body,) in rows]
+        return [stored_skill(body) for (body,) in rows]
 
     def list_skill_versions(self, skill_id: str) -> list[Skill]:
         rows = self._run(
@@ -78,7 +78,7 @@ class PgSkills:
                 "SELECT body FROM agentcell.skill_versions WHERE skill_id = %s ORDER BY version", (skill_id,)
             ).fetchall(),
         )
-        return [Skill.model_validate_json(body) for (body,) in rows]
+        return [stored_skill(body) for (body,) in rows]
 
     def skill_content(self, sha256: str) -> bytes | None:
         rows = self._run(

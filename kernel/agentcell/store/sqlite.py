@@ -8,9 +8,9 @@ costs about a third of the append rate, and lookups by type are rare and read re
 ``PRAGMA user_version`` holds the schema version, and a database written by a newer agentcell is refused
 before anything touches it.
 
-SQLite is the store of one person: uploads live in a folder beside the file (``store.files`` is None), the
-lease a turn takes is a no-op (two notebooks of one person driving the same session at once is not the
-case it serves), and a follower in another process polls the file every ``POLL_SECONDS``.
+SQLite is the store of one person: uploads live in a folder beside the file (``store.files`` is None), a
+turn's lease is a lock on a file beside it too (:mod:`.sqlite_lease`: two kernels of one person cannot
+drive one session at once), and a follower in another process polls the file every ``POLL_SECONDS``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from ..records.session import SessionRecord
 from .base import EventRow
 from .follow import FOLLOW_BATCH, PollWakeups, follow_log
 from .pg_url import is_postgres_url
+from .sqlite_lease import FileLease, NoLease, take_file_lease
 
 if TYPE_CHECKING:
     from ..events import Event
@@ -292,7 +293,7 @@ class SQLiteStore:
             )
 
     def get_skill_version(self, skill_id: str, version: int | None) -> Skill | None:
-        from ..records.skill import Skill
+        from ..records.skill import stored_skill
 
         if version is None:
             rows = self._query(
@@ -302,22 +303,22 @@ class SQLiteStore:
             rows = self._query(
                 "SELECT body FROM skill_versions WHERE skill_id = ? AND version = ?", (skill_id, version)
             )
-        return Skill.model_validate_json(rows[0][0]) if rows else None
+        return stored_skill(rows[0][0]) if rows else None
 
     def list_skills(self) -> list[Skill]:
-        from ..records.skill import Skill
+        from ..records.skill import stored_skill
 
         rows = self._query(
             "SELECT body FROM skill_versions AS s WHERE version = "
             "(SELECT MAX(version) FROM skill_versions WHERE skill_id = s.skill_id) ORDER BY skill_id"
         )
-        return [Skill.model_validate_json(body) for (body,) in rows]
+        return [stored_skill(body) for (body,) in rows]
 
     def list_skill_versions(self, skill_id: str) -> list[Skill]:
-        from ..records.skill import Skill
+        from ..records.skill import stored_skill
 
         rows = self._query("SELECT body FROM skill_versions WHERE skill_id = ? ORDER BY version", (skill_id,))
-        return [Skill.model_validate_json(body) for (body,) in rows]
+        return [stored_skill(body) for (body,) in rows]
 
     def skill_content(self, sha256: str) -> bytes | None:
         with self._lock:
@@ -436,9 +437,8 @@ class SQLiteStore:
 
     # ------------------------------------------------------------------------------------------ driving
 
-    def take_lease(self, session_id: str) -> _NoLease:
-        del session_id
-        return _NoLease()
+    def take_lease(self, session_id: str) -> FileLease | NoLease:
+        return take_file_lease(self._path, session_id)
 
     # ------------------------------------------------------------------------------------------ copying
 
@@ -534,11 +534,6 @@ class SQLiteStore:
 
     def list_values(self) -> dict[str, str]:
         return {str(row[0]): str(row[1]) for row in self._query("SELECT key, value FROM kv ORDER BY key")}
-
-
-class _NoLease:
-    def release(self) -> None:
-        return None
 
 
 def _memory_store(row: tuple[str, ...]) -> MemoryStore:

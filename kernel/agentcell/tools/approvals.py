@@ -22,6 +22,7 @@ from typing import Literal
 
 from ..errors import InvalidInputError
 from ..events import Event, UserPermissionRevoked, UserToolConfirmation
+from .authority import refuse_from_tool_code
 from .base import ApprovalDecision, ApprovalRequest
 
 __all__ = ["ApprovalAnswer", "ApprovalBroker", "rules_from_events"]
@@ -131,7 +132,9 @@ class ApprovalBroker:
         remember: Literal["once", "always"] = "once",
         message: str | None = None,
     ) -> ApprovalAnswer:
-        """Answer the pending approval of ``tool_use_id``; callable from any thread."""
+        """Answer the pending approval of ``tool_use_id``; callable from any thread, but not from a tool's
+        code (:mod:`.authority`)."""
+        refuse_from_tool_code("answering an approval", any_thread=True)
         if result not in ("allow", "deny"):
             raise InvalidInputError(f"an approval is answered 'allow' or 'deny', not {result!r}")
         if remember not in ("once", "always"):
@@ -179,16 +182,19 @@ class ApprovalBroker:
 
     def forget(self) -> None:
         """Drop every "always" answer; the next such call asks again."""
+        refuse_from_tool_code("revoking the always rules")
         with self._lock:
             self._remembered.clear()
 
     def restore(self, rules: Mapping[str, bool]) -> None:
         """Take up "always" answers given before (a reopened session's, from its log)."""
+        refuse_from_tool_code("adding always rules")
         with self._lock:
             self._remembered.update(rules)
 
     def revoke(self, keys: Iterable[str]) -> list[str]:
         """Drop the "always" answers under ``keys``; returns those there were."""
+        refuse_from_tool_code("revoking always rules")
         with self._lock:
             return [key for key in keys if self._remembered.pop(key, None) is not None]
 

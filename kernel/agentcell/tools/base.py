@@ -90,7 +90,7 @@ class ApprovalRequest(BaseModel):
     reason: str
     """What the call would do that the permission preset does not allow by itself, in words for the user."""
     keys: tuple[str, ...] = ()
-    """What an "always" answer is remembered under (e.g. ``bash:execute``); a later request whose keys were
+    """What an "always" answer is remembered under (e.g. ``bash:$ git status``); a later request whose keys were
     all answered "always" the same way is answered without asking."""
     preset: str = ""
 

@@ -9,10 +9,15 @@ imports work, and no key file or kernel connection file leaves through it); it s
 ``bash`` tool, which asks, does that) and opens no network connection. Under ``read-only`` the
 tool does not run at all; under ``danger-full-access`` nothing is confined.
 
-The rails hold only in the tool's worker thread, while its code runs: the kernel, the user's own cells and
-other threads are untouched. They are guard rails against a confused model, not a sandbox against a hostile
-one: code that sets out to escape (a C extension, ``ctypes`` is refused but native code is not, or editing
-this module's state) can.
+The rails hold in the tool's worker thread while its code runs, and in the threads that code starts with
+``threading`` (a ``ThreadPoolExecutor`` too); SQLite databases count as files written, and UDP
+``sendmsg`` as a connection. The kernel, the user's own cells and other threads are untouched. They are
+guard rails against a confused model, **not a sandbox**: Python code in the kernel's process can get round
+any in-process check, and some ways round need no intent to escape (``os.open(…, dir_fd=…)`` names a path
+the audit event does not show whole; ``_posixsubprocess.fork_exec`` and ``multiprocessing``'s spawn start
+processes without an audit event; ``_thread.start_new_thread`` starts an unconfined thread; an IPython
+hook the code registers runs later, in the user's cell). The bash tool's sandbox (:mod:`.sandbox`) is the
+OS-level one.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ _PROCESS_EVENTS = frozenset(
     {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "pty.spawn"}
 )
 _NATIVE_EVENTS = frozenset({"ctypes.dlopen", "ctypes.dlsym", "ctypes.call_function", "ctypes.cdata"})
-_NETWORK_EVENTS = frozenset({"socket.connect", "socket.sendto", "socket.bind"})
+_NETWORK_EVENTS = frozenset({"socket.connect", "socket.sendto", "socket.sendmsg", "socket.bind"})
 _PATH_WRITE_EVENTS: dict[str, tuple[int, ...]] = {
     # audit event -> the positions of the paths it writes
     "os.remove": (0,),
@@ -75,7 +80,28 @@ def _install() -> None:
     with _install_lock:
         if not _installed:
             sys.addaudithook(_hook)
+            _carry_into_threads()
             _installed.append(True)
+
+
+def _carry_into_threads() -> None:
+    """A thread the confined code starts (``threading.Thread``, a ``ThreadPoolExecutor``'s workers) runs
+    under the same policy: a new thread does not inherit the context the policy lives in."""
+    start = threading.Thread.start
+
+    def start_confined(thread: threading.Thread) -> None:
+        policy = _POLICY.get()
+        if policy is not None and not getattr(_busy, "active", False):
+            run = thread.run
+
+            def run_confined() -> None:
+                with confined(policy):
+                    run()
+
+            thread.run = run_confined  # type: ignore[method-assign]
+        start(thread)
+
+    threading.Thread.start = start_confined  # type: ignore[method-assign]
 
 
 @contextlib.contextmanager
@@ -134,6 +160,13 @@ def _check(policy: PermissionPolicy, event: str, args: tuple[Any, ...]) -> None:
             isinstance(flags, int) and flags & _WRITE_FLAGS
         )
         _check_path(policy, path, write=writing)
+    elif event == "sqlite3.connect":
+        # A database file is written (created, journaled): the session store itself is one.
+        database = os.fsdecode(args[0]) if isinstance(args[0], str | bytes | os.PathLike) else ""
+        if database.startswith("file:"):
+            database = database[5:].split("?", 1)[0]
+        if database not in ("", ":memory:"):
+            _check_path(policy, database, write=True)
     elif event in _PATH_WRITE_EVENTS:
         for index in _PATH_WRITE_EVENTS[event]:
             if index < len(args) and isinstance(args[index], str | bytes | os.PathLike):
@@ -161,12 +194,12 @@ def _check_path(policy: PermissionPolicy, path: Any, *, write: bool) -> None:
     if write:
         if policy.preset == "read-only":
             raise ConfinementError(f"the read-only preset does not let the python tool write {raw}")
-        inside = policy.inside(real) or real.is_relative_to(cache)
+        inside = (policy.inside(real) and not policy.protected(real)) or real.is_relative_to(cache)
         if not inside or _is_special(real):
             raise ConfinementError(
                 f"the python tool writes only inside the workspace {policy.workspace} under the {policy.preset} "
-                f"preset; {raw} resolves to {real} (a file outside, a hard link or a FIFO). The write_file tool "
-                "asks the user for paths outside"
+                f"preset; {raw} resolves to {real} (a file outside, a hard link, a FIFO or configuration that "
+                "runs code later, such as .git). The write_file tool asks the user for such paths"
             )
         return
     home = Path(os.path.realpath(Path.home()))

@@ -15,6 +15,7 @@ from .permissions import Access, PathUse, PermissionPolicy
 __all__ = [
     "ALLOW",
     "Allow",
+    "ApprovalScope",
     "AroundHook",
     "Deny",
     "Guard",
@@ -22,6 +23,7 @@ __all__ = [
     "Observer",
     "PostHook",
     "PreHook",
+    "ScopeOf",
     "ToolContext",
     "ToolDefinition",
     "ToolFunction",
@@ -56,6 +58,19 @@ blocks, or any value (shown with ``str``); raising makes an error result."""
 ParallelClassifier: TypeAlias = Callable[[ToolCall], object]
 
 
+@dataclass(frozen=True, slots=True)
+class ApprovalScope:
+    """What a user who answers "always" about an ``execute`` call agrees to, as the tool sees it."""
+
+    keys: tuple[str, ...]
+    """The rules an "always" answer makes (``bash:$ ls``); none: nothing is remembered, every call asks."""
+    note: str = ""
+    """Added to the reason the user reads when asked."""
+
+
+ScopeOf: TypeAlias = Callable[[Mapping[str, Any], PermissionPolicy], ApprovalScope]
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolDefinition:
     """A tool as registered. Only ``name``, ``description`` and ``input_schema`` reach the model."""
@@ -70,6 +85,8 @@ class ToolDefinition:
     """What the tool touches; the permission preset decides from it (see ``permissions``)."""
     paths: Callable[[Mapping[str, Any]], Sequence[PathUse]] | None = None
     """The files a call would touch, from its raw input, for tools with ``read``/``edit`` access."""
+    scope: ScopeOf | None = None
+    """For an ``execute`` tool: what "always" covers for a call (by default the tool's ``name:execute``)."""
     timeout: float | None = None
     """Seconds after which the call is cancelled and answered with a ``TIMEOUT`` error."""
     title: str | None = None

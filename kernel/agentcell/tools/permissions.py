@@ -18,15 +18,29 @@ fetch              ask         ask              allow
 =================  ==========  ===============  ==================
 
 ``kernel`` is allowed under ``workspace-write`` because running Python in the notebook's namespace is what
-a notebook agent is for, and a notebook run headless (nbclient, Binder) has nobody to ask. It is allowed
-within the preset's file rule, enforced on the code itself (:mod:`.confine`): the python tool's code writes
-only inside (and ``~/.cache``), reads in the home directory only inside and in Python's installation, and
-starts no process and opens no connection; ``bash`` and MCP tools still ask.
+a notebook agent is for, and a notebook run headless (nbclient, Binder) has nobody to ask. Its code gets
+the preset's file rule as guard rails (:mod:`.confine`): it writes only inside (and ``~/.cache``), reads in
+the home directory only inside and in Python's installation, and starts no process and opens no
+connection, in its own thread and the threads it starts. These are not a sandbox: code in the kernel's
+own process can get round them (the module says how), so ``workspace-write`` trusts the python tool as it
+trusts the model's other Python in the notebook, and a notebook that must not is set ``read-only``
+(which refuses the python tool) or has it turned off (``%tools disable python``). ``bash`` runs in an OS
+sandbox and MCP tools still ask.
+
+What an approved command may then do is enforced by the OS (:mod:`.sandbox`): under ``workspace-write``
+``bash`` runs in bubblewrap, writing only in the workspace and the temp directories (``.git`` stays
+read-only), seeing no credential folder and no key in its environment, with no network; under
+``read-only`` nothing is writable; ``danger-full-access`` runs it as the user. Where bubblewrap cannot start
+the approval says so and nothing is remembered for "always": every command asks.
 
 "Inside" is the workspace or one of the permitted temporary directories, after resolving ``..`` and every
 symlink, so ``../x``, an absolute path, a symlink pointing out and a path under a symlinked directory that
 leads out are all outside. A call's verdict is the strictest of its accesses. A tool that declares nothing
 is allowed everywhere (a user's own function touches what the user wrote it to touch).
+
+Files that run code later (:data:`PROTECTED_NAMES`: ``.git``, ``.envrc``, ``.vscode``, …) are **protected**
+inside the workspace: a write there asks under ``workspace-write`` as a write outside does (the bash
+sandbox keeps the existing ones read-only, and the python tool's code does not write them).
 
 Some folders inside the workspace are **read-only** whatever the preset: :data:`READ_ONLY_DIRS` (where the
 engine mounts skills). An edit there is denied, and a file tool refuses to write there even when a call
@@ -54,6 +68,7 @@ from .base import Permission
 
 __all__ = [
     "PERMISSION_PRESETS",
+    "PROTECTED_NAMES",
     "READ_ONLY_DIRS",
     "SKILLS_MOUNT",
     "Access",
@@ -69,6 +84,19 @@ SKILLS_MOUNT = ".agentcell/skills"
 """Where, relative to a workspace, the engine mounts the skills a session activates."""
 READ_ONLY_DIRS: tuple[str, ...] = (SKILLS_MOUNT,)
 """Folders of every workspace (relative to it) that no call may write."""
+
+PROTECTED_NAMES: tuple[str, ...] = (
+    ".git",
+    ".gitmodules",
+    ".envrc",
+    ".vscode",
+    ".idea",
+    ".husky",
+    ".pre-commit-config.yaml",
+)
+"""Files and folders whose contents run later, at the user's hand (``.git/config``'s ``core.fsmonitor`` at the
+next ``git status``, ``.git/hooks``, direnv's ``.envrc``, an editor's tasks): a write to a path with one of
+these names in it, inside the workspace, asks as a write outside does."""
 
 PathUse: TypeAlias = tuple[str, Literal["read", "edit"]]
 """A path a call would touch (relative to the workspace, or absolute) and how."""
@@ -180,6 +208,11 @@ class PermissionPolicy:
             raise OutsideWorkspaceError(f"{path} is not a regular file (a FIFO, socket or device); the file tools "
                                         "read and write regular files only")  # fmt: skip
         if not approved and self.preset != "danger-full-access":
+            if kind == "edit" and (name := self.protected(real)):
+                raise OutsideWorkspaceError(
+                    f"{path} is in {name}, which holds configuration that runs code later; writing it needs "
+                    "the user's approval"
+                )
             if not self.contains(real):
                 raise OutsideWorkspaceError(
                     f"{path} resolves to {real}, outside the workspace {self.workspace}; "
@@ -191,6 +224,14 @@ class PermissionPolicy:
                     "the workspace; touching it needs the user's approval"
                 )
         return real
+
+    def protected(self, real: Path) -> str:
+        """The name of :data:`PROTECTED_NAMES` that ``real`` (inside the workspace or a temp dir) is in, or
+        ``""``."""
+        for root in self._roots:
+            if real.is_relative_to(root):
+                return next((part for part in real.relative_to(root).parts if part in PROTECTED_NAMES), "")
+        return ""
 
     def inside(self, real: Path) -> bool:
         """Whether the preset counts ``real`` as inside: under the workspace or a temp dir, and not a file
@@ -245,6 +286,11 @@ class PermissionPolicy:
                 if kind == "edit" and self.read_only(real):
                     reason = f"{tool} would write {real}, in a read-only folder (a mounted skill)"
                     weigh("deny", reason, f"{tool}:read-only", by_preset=False)
+                    continue
+                if kind == "edit" and (name := self.protected(real)):
+                    outside = True  # approved, the file tools may write it; unasked, they refuse
+                    reason = f"{tool} would write {real}, in {name}, which holds configuration that runs code later"
+                    weigh(table[kind][1], reason, f"{tool}:{kind}:{real.parent}")
                     continue
                 if self.inside(real):
                     weigh(table[kind][0], f"{tool} would {verb} {real}", f"{tool}:{kind}")

@@ -12,13 +12,14 @@ import inspect
 import itertools
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from time import perf_counter
 from typing import Literal
 
 from ..errors import ApprovalUnavailable
 from ..events import DeniedBy
 from ._chain import Chain
+from .authority import tool_code
 from .base import ApprovalDecision, ApprovalRequest, Approver, Permission, ToolCall, ToolResult
 from .definition import (
     ALLOW,
@@ -85,10 +86,19 @@ class ToolPipeline:
                 # Fail closed: a call whose reach cannot be told is not run.
                 return Verdict("deny", f"cannot tell which files {definition.name} would touch: {exc}")
         try:
-            return policy.evaluate(definition.name, definition.access, paths)
+            verdict = policy.evaluate(definition.name, definition.access, paths)
         except Exception as exc:
             # A path the model chose may not resolve (a null byte, a directory we may not enter): fail closed.
             return Verdict("deny", f"cannot check the files {definition.name} would touch: {_describe(exc)}")
+        if verdict.permission != "ask" or definition.scope is None:
+            return verdict
+        try:
+            scope = definition.scope(call.input, policy)
+        except Exception as exc:
+            return Verdict("deny", f"cannot tell what {definition.name} would run: {_describe(exc)}")
+        own = f"{definition.name}:execute"
+        keys = tuple(dict.fromkeys(k for key in verdict.keys for k in (scope.keys if key == own else (key,))))
+        return replace(verdict, reason=verdict.reason + scope.note, keys=keys)
 
     # ------------------------------------------------------------------------------------------ execute
 
@@ -265,7 +275,13 @@ def _wrap(
 
 
 async def _invoke(definition: ToolDefinition, context: ToolContext) -> ToolResult:
-    """Run the tool itself; everything it raises (but cancellation) becomes an error result."""
+    """Run the tool itself; everything it raises (but cancellation) becomes an error result. Its code runs
+    marked as a tool's (``authority.tool_code``): it may not change the permissions it runs under."""
+    with tool_code(definition.name):
+        return await _invoke_marked(definition, context)
+
+
+async def _invoke_marked(definition: ToolDefinition, context: ToolContext) -> ToolResult:
     try:
         if definition.timeout is None:
             value = definition.run(dict(context.call.input), context)

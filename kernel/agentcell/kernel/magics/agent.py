@@ -14,7 +14,7 @@ from IPython.core.magic import line_cell_magic, line_magic, magics_class
 
 from ...errors import AgentCellError
 from ._base import MagicGroup
-from .permission_rules import describe_rules, revoke_rules
+from .permission_rules import describe_rules, describe_sandbox, revoke_rules
 
 __all__ = ["AgentMagics"]
 
@@ -195,7 +195,9 @@ class AgentMagics(MagicGroup):
             return
         try:
             if not args:
-                print(f"permissions: {self.host.session.record.permissions}")
+                preset = self.host.session.record.permissions
+                print(f"permissions: {preset}")
+                print(describe_sandbox(preset))
                 print(describe_rules(self.host.session))
                 return
             if args[0] == "revoke":

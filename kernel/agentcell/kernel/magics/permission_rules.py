@@ -1,8 +1,9 @@
 """The session's "always" approval rules, as ``%permissions`` lists them and ``%permissions revoke NAME``
 drops them.
 
-An "Allow always" (or "Deny always") answer makes one rule per key of its request (``bash:execute``: bash
-running commands; ``write_file:edit:/data``: writing outside the workspace, there). The answer is in the
+An "Allow always" (or "Deny always") answer makes one rule per key of its request (``bash:$ git status``:
+bash running that command, each part of a command line a rule of its own; ``write_file:edit:/data``:
+writing outside the workspace, there). The answer is in the
 session's log (``user.tool_confirmation`` with its ``keys``), a revocation too (``user.permission_revoked``),
 so the rules outlive a kernel restart and the log says when each was made and undone.
 """
@@ -16,16 +17,37 @@ from ...errors import InvalidInputError
 if TYPE_CHECKING:
     from ...sessions import Session
 
-__all__ = ["describe_rules", "revoke_rules"]
+__all__ = ["describe_rules", "describe_sandbox", "revoke_rules"]
+
+
+def describe_sandbox(preset: str) -> str:
+    """What confines an approved command under ``preset``, in one line."""
+    from ...tools.sandbox import sandbox_problem
+
+    if preset == "danger-full-access":
+        return "commands: run with your full rights (no sandbox under danger-full-access)"
+    problem = sandbox_problem()
+    if problem is not None:
+        return f"commands: NOT sandboxed here ({problem}); every command asks, and Allow always is not remembered"
+    if preset == "read-only":
+        return "commands: refused (in the bubblewrap sandbox nothing would be writable)"
+    return (
+        "commands: asked, then run in a bubblewrap sandbox (writable: the workspace but .git, and the temp "
+        "folder; no network; credential folders and keys hidden)"
+    )
 
 
 def describe_rules(session: Session) -> str:
     """One line per rule in force, or a line saying there are none."""
+    from ...tools.command_rules import COMMAND_RULE  # the kernel starts without the tools
+
     rules = session.approvals.remembered
     if not rules:
         return "always rules: none (an approval's Allow always adds one)"
     lines = ["always rules (revoke with %permissions revoke NAME, or all):"]
-    lines += [f"  {key}: {'allow' if allowed else 'deny'}" for key, allowed in sorted(rules.items())]
+    for key, allowed in sorted(rules.items()):
+        scope = "  (this command only)" if key.startswith(COMMAND_RULE) else ""
+        lines.append(f"  {key}: {'allow' if allowed else 'deny'}{scope}")
     return "\n".join(lines)
 
 

@@ -120,8 +120,10 @@ def parse_workflow_cell(line: str, body: str) -> WorkflowCell:
         raise UsageError(f"%%workflow: write the plan (YAML or JSON) in the cell; {WORKFLOW_HELP}")
     import yaml  # loaded with the first %%workflow cell, not with the kernel
 
+    from ... import _yaml  # with limits on size, depth and aliases
+
     try:
-        plan = yaml.safe_load(body)
+        plan = _yaml.load(body)
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" at line {where.line + 1}, column {where.column + 1}" if where is not None else ""

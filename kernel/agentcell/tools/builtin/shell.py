@@ -1,10 +1,17 @@
 """The ``bash`` tool: one command in a subprocess whose working directory is the workspace.
 
 A command can reach anything the user can, so the tool declares ``execute``: the ``workspace-write``
-preset asks before running it, ``read-only`` refuses it. Output (stdout and stderr interleaved) is kept up
-to a cap; a command that outlives its timeout, or a turn that is interrupted, has its whole process group
-killed, and so do background processes that still hold the output open once the shell has exited
-(``nohup server > log 2>&1 &`` keeps one running).
+preset asks before running it, ``read-only`` refuses it. What an approved command can then reach is the
+sandbox's business (:mod:`..sandbox`, bubblewrap): under ``workspace-write`` it writes only in the workspace
+and the temp directories (not ``.git``), sees no credential folder or key and has no network; under
+``danger-full-access`` it runs as the user. Where the sandbox cannot start, the approval says so and no
+"always" answer is remembered: every command asks. Otherwise "always" covers the command asked about, each
+of its parts on its own (:mod:`..command_rules`), never every command.
+
+Output (stdout and stderr interleaved) is kept up to a cap; a command that outlives its timeout, or a turn
+that is interrupted, has its whole process group killed, and so do background processes that still hold
+the output open once the shell has exited (``nohup server > log 2>&1 &`` keeps one running, outside the
+sandbox only: a sandboxed command's processes end with it).
 """
 
 from __future__ import annotations
@@ -14,12 +21,18 @@ import contextlib
 import os
 import signal
 import subprocess
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from ..base import ToolResult
-from ..definition import ToolContext, ToolDefinition
+from ..command_rules import command_rule_keys
+from ..definition import ApprovalScope, ToolContext, ToolDefinition
 from ..functions import function_tool
 from ..output import MAX_LOG_CHARS
+from ..permissions import PermissionPolicy
+from ..sandbox import sandbox_problem, sandboxed_command, sandboxed_environment
 
 __all__ = ["bash_tool"]
 
@@ -117,12 +130,15 @@ def bash_tool(*, timeout: float = 120.0, max_timeout: float = 600.0, max_output:
         limit = min(timeout_seconds or timeout, max_timeout)
         loop = asyncio.get_running_loop()
         collector = _Collector(max_output, loop)
+        argv = ["bash", "-c", command]
+        sandboxed = sandbox_problem() is None and ctx.policy.preset != "danger-full-access"
+        if sandboxed:
+            argv = sandboxed_command(argv, ctx.policy, ctx.workspace)
         transport, _ = await loop.subprocess_exec(
             lambda: collector,
-            "bash",
-            "-c",
-            command,
+            *argv,
             cwd=ctx.workspace,
+            env=sandboxed_environment(ctx.policy),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -140,6 +156,8 @@ def bash_tool(*, timeout: float = 120.0, max_timeout: float = 600.0, max_output:
                 await _drain(collector, pid)
                 return ToolResult.error(f"{collector.text()}\n[killed after {limit:g} s]".lstrip(), "TIMEOUT")
             await _drain(collector, pid)
+            if sandboxed:  # the sandbox's processes end with it, a moment after: the call leaves none behind
+                await _group_gone(pid)
         except asyncio.CancelledError:
             _signal_group(pid)
             # Let the shell be reaped before the turn goes on: the interrupt leaves nothing running.
@@ -155,7 +173,17 @@ def bash_tool(*, timeout: float = 120.0, max_timeout: float = 600.0, max_output:
             return ToolResult.error(f"{text}\n[exit status {status}]", "NONZERO_EXIT")
         return ToolResult.text(text)
 
-    return function_tool(bash, access={"execute"}, origin="builtin")
+    return replace(function_tool(bash, access={"execute"}, origin="builtin"), scope=_approval_scope)
+
+
+def _approval_scope(arguments: Mapping[str, Any], policy: PermissionPolicy) -> ApprovalScope:
+    problem = sandbox_problem()
+    if problem is not None and policy.preset != "danger-full-access":
+        return ApprovalScope(
+            (), f" (it would run unsandboxed, with your full rights: {problem}; so every command asks)"
+        )
+    # "Always" covers this command, part by part (tools/command_rules.py), never every command.
+    return ApprovalScope(command_rule_keys(str(arguments.get("command", ""))))
 
 
 async def _drain(collector: _Collector, pid: int) -> None:
