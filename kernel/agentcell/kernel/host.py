@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from traitlets import Enum, Float, Unicode, observe
+from traitlets import Enum, Float, Int, Unicode, observe
 from traitlets.config import Configurable
 
 from ..errors import TurnError, TurnInterrupted, UserError
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ..render.renderer import RendererFactory, TurnRenderer
     from ..sessions import Session, TurnResult
     from .magics.workflow import WorkflowCell
+    from .turn_context import NotebookContextSource
 
 __all__ = ["DEFAULT_SYSTEM", "AgentCell", "NotebookAgent"]
 
@@ -68,6 +69,18 @@ class AgentCell(Configurable):
         "widget",
         help="How a turn is shown: the turn widget (approvals, Stop, cost meter), or plain Markdown updates.",
     ).tag(config=True)
+
+    context = Enum(
+        ("on", "off", "cells", "variables"),
+        "on",
+        help="What each turn takes from the notebook: the code cells run since the previous turn and a summary "
+        "of your variables (on), only one of them, or nothing (off). `%context` shows and switches it.",
+    ).tag(config=True)
+    context_cell_chars = Int(10_000, help="Most characters of one code cell (source and outputs) a turn sends; "
+                             "the middle of longer ones is cut, with a note.").tag(config=True)  # fmt: skip
+    context_turn_chars = Int(60_000, help="Most characters of code cells one turn sends; cells from the middle "
+                             "of a longer run are left out, with a note.").tag(config=True)  # fmt: skip
+    context_images = Int(4, help="Most images of code cells one turn sends (the rest as their text).").tag(config=True)
 
     host: NotebookAgent | None = None
 
@@ -149,6 +162,8 @@ class NotebookAgent:
         """The latest turn's result."""
         self.next_tool_choice: tuple[str, ...] = ()
         """Set by ``%tools force NAME…``: the next turn's first requests must call these tools, in order."""
+        self.context_source: NotebookContextSource | None = None
+        """The code cells and variables each turn takes (set by the extension when it loads)."""
 
     def _default_renderer(self, session: Session) -> TurnRenderer:
         rate = self.config.max_updates_per_second
@@ -326,7 +341,12 @@ class NotebookAgent:
                 from ..skills.attach import leading_skills, session_pins
 
                 skills = leading_skills(text, [p.name for p in session_pins(session)])
-            self.last = await session.ask(text, tool_choice=tool_choice, cell_id=cell_id, skills=skills)
+            # What the notebook showed since the previous turn goes with the message (not with an outcome).
+            source = self.context_source
+            context = source.build(take=True) if source is not None and isinstance(text, str) else None
+            self.last = await session.ask(
+                text, tool_choice=tool_choice, cell_id=cell_id, skills=skills, context=context
+            )
 
         await self._rendered(turn)
         if self.last is not None and isinstance(self.last.stop_reason, ErrorStop):
