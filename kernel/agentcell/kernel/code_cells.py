@@ -350,8 +350,11 @@ def capped_cells(cells: list[CodeCell], caps: Caps) -> tuple[list[CodeCell], lis
     kept: dict[int, CodeCell] = {}
     used = 0
     for index in _from_both_ends(len(cells)):
-        cell = capped_cell(cells[index], caps.cell_chars)
+        cell = cells[index]
         size = cell_chars(cell)
+        if size > caps.cell_chars:  # recorded under a larger cap than the turn's
+            cell = capped_cell(cell, caps.cell_chars)
+            size = cell_chars(cell)
         if used + size > caps.turn_chars:
             break
         kept[index] = cell
