@@ -53,12 +53,19 @@ def _text(body: dict[str, Any]) -> str:
     return "\n".join(texts)
 
 
+SECRET = "s3cr3t-service-t0ken-value"
+
+
 def test_code_cells_source_output_traceback_image_and_variables_reach_the_next_request(
     claude_env: dict[str, str], server: SSEServer
 ) -> None:
     server.queue(sse_reply("anthropic_text.sse"))
+    claude_env["MY_SERVICE_TOKEN"] = SECRET
     with running_kernel(claude_env) as (_, kc):
         assert execute(kc, "%config AgentCell.renderer = 'markdown'").status == "ok"
+        leak = execute(kc, "%%python\nimport os\nservice = os.environ['MY_SERVICE_TOKEN']\nprint(service)")
+        assert SECRET in leak.stdout  # the user's own cell shows it; nothing of agentcell's may
+        assert SECRET not in execute(kc, "%context").stdout
         built = execute(
             kc,
             "%%python\nsales_by_region = {'north': 120, 'south': 80}\nprint('regions:', len(sales_by_region))\n"
@@ -87,6 +94,8 @@ def test_code_cells_source_output_traceback_image_and_variables_reach_the_next_r
     assert [i["source"]["media_type"] for i in images] == ["image/png"]
     assert base64.b64decode(images[0]["source"]["data"]) == PIXEL
     assert blocks[-1]["type"] == "text" and blocks[-1]["text"].strip() == "What happened in the cells above?"
+    # Secrets are scrubbed from the context like from everything else: the output and the variable's value.
+    assert SECRET not in json.dumps(request.body) and "[redacted]" in text
 
 
 def test_an_edited_cell_run_again_replaces_its_old_output_and_context_off_sends_none(

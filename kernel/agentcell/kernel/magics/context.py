@@ -43,13 +43,15 @@ class ContextMagics(MagicGroup):
         source = self.host.context_source
         if source is None:
             raise UsageError("%context: this shell records no cells (agentcell is not loaded here)")
-        if not args:
-            print(self._next_turn())
+        from ..._secrets import scrub, secret_values
+
+        if not args:  # secrets are scrubbed from what is printed, as from what the model is sent
+            print(scrub(self._next_turn(), secret_values()))
             return
         if args[0] == "inspect":
             if len(args) != 2:
                 raise UsageError("%context inspect NAME: one variable's name")
-            print(self._inspect(args[1]))
+            print(scrub(self._inspect(args[1]), secret_values()))
             return
         if len(args) != 1 or args[0] not in _SAID:
             raise UsageError(f"%context: say on, off, cells, variables or inspect NAME, not {' '.join(args)!r}")
