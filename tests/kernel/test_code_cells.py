@@ -3,6 +3,8 @@ namespace summary (pandas-like values read without importing pandas)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 from typing import Any
 
@@ -25,8 +27,8 @@ def test_which_cells_are_code() -> None:
 def test_text_is_cut_in_its_middle_with_a_note() -> None:
     text = "A" * 600 + "B" * 600
     cut = cap_text(text, 200, "AgentCell.context_cell_chars")
-    assert cut.startswith("A" * 100) and cut.endswith("B" * 100)
-    assert "1,000 of 1,200 characters cut here (AgentCell.context_cell_chars)" in cut
+    assert len(cut) <= 200 and cut.startswith("A" * 60) and cut.endswith("B" * 60)  # the note within the cap
+    assert "1,077 of 1,200 characters cut here (AgentCell.context_cell_chars)" in cut
 
 
 def _cell(n: int, size: int, *, image: bool = False) -> CodeCell:
@@ -100,3 +102,24 @@ def test_the_namespace_summary_names_the_users_variables_only() -> None:
     ]
     many, left_out = summarize_namespace({f"v{n}": n for n in range(50)}, limit=40)
     assert left_out == 10 and many[0][0] == "v10" and many[-1][0] == "v49"  # the latest defined
+
+
+def test_the_local_models_window_lowers_the_turns_caps() -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from agentcell.kernel.host import LOCAL_WINDOW_CHARS, AgentCell
+    from agentcell.kernel.turn_context import NotebookContextSource
+
+    shell = InteractiveShell.instance()
+    try:
+        source = NotebookContextSource(shell, AgentCell(), prose_is_agent=True)
+        with contextlib.redirect_stdout(io.StringIO()):  # the stream a front end would show
+            shell.run_cell("%%python\nprint('x' * 50_000)")
+        wide, narrow = source.build(take=False), source.build(take=False, window_chars=LOCAL_WINDOW_CHARS)
+        assert wide is not None and narrow is not None
+        size = [len(c.source) + sum(len(o.text) for o in c.outputs) for c in (*wide.cells, *narrow.cells)]
+        assert 9_000 < size[0] <= 10_100  # AgentCell.context_cell_chars, with its note
+        assert size[1] <= LOCAL_WINDOW_CHARS // 4 + 100
+        source.recorder.uninstall()
+    finally:
+        InteractiveShell.clear_instance()

@@ -45,9 +45,11 @@ def cap_text(text: str, limit: int, setting: str) -> str:
     """``text`` with its middle cut to ``limit`` characters and a note saying so (and which setting)."""
     if len(text) <= limit:
         return text
-    head = limit // 2
-    tail = limit - head
-    note = f"\n[... {len(text) - limit:,} of {len(text):,} characters cut here ({setting}) ...]\n"
+    longest = f"\n[... {len(text):,} of {len(text):,} characters cut here ({setting}) ...]\n"
+    kept = max(0, limit - len(longest))
+    head = kept // 2
+    tail = kept - head
+    note = f"\n[... {len(text) - kept:,} of {len(text):,} characters cut here ({setting}) ...]\n"
     return text[:head] + note + text[len(text) - tail :]
 
 
@@ -71,11 +73,15 @@ class _Kept:
             self.tail = (self.tail + text)[-(self.limit - self.limit // 2) :]
 
     def text(self, setting: str) -> str:
+        """The text, or its ends with a note on what was cut between them, within ``limit`` in all."""
         left_out = self.total - len(self.head) - len(self.tail)
         if left_out <= 0:
             return self.head + self.tail
-        note = f"\n[... {left_out:,} of {self.total:,} characters cut here ({setting}) ...]\n"
-        return self.head + note + self.tail
+        note = f"\n[... {self.total:,} of {self.total:,} characters cut here ({setting}) ...]\n"
+        room = max(0, self.limit - len(note))
+        head, tail = self.head[: room // 2], self.tail[len(self.tail) - (room - room // 2) :] if room else ""
+        note = note.replace(f"{self.total:,} of", f"{self.total - len(head) - len(tail):,} of", 1)
+        return head + note + tail
 
 
 @dataclass
@@ -96,8 +102,8 @@ class _Running:
         with self.lock:
             if self.outputs and self.outputs[-1][0] == kind:
                 self.outputs[-1][1].add(text)
-            else:
-                kept = _Kept(self.caps.cell_chars)
+            else:  # the source shares the cell's cap
+                kept = _Kept(max(200, self.caps.cell_chars - len(self.source)))
                 kept.add(text)
                 self.outputs.append((kind, kept))
 

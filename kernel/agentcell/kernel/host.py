@@ -36,7 +36,10 @@ if TYPE_CHECKING:
     from .magics.workflow import WorkflowCell
     from .turn_context import NotebookContextSource
 
-__all__ = ["DEFAULT_SYSTEM", "AgentCell", "NotebookAgent"]
+__all__ = ["DEFAULT_SYSTEM", "LOCAL_WINDOW_CHARS", "AgentCell", "NotebookAgent"]
+
+LOCAL_WINDOW_CHARS = 16_000
+"""About the characters of the embedded local model's 4,096-token window."""
 
 DEFAULT_SYSTEM = (
     "You are an assistant working inside a Jupyter notebook. Answer in Markdown. When computing or "
@@ -343,7 +346,11 @@ class NotebookAgent:
                 skills = leading_skills(text, [p.name for p in session_pins(session)])
             # What the notebook showed since the previous turn goes with the message (not with an outcome).
             source = self.context_source
-            context = source.build(take=True) if source is not None and isinstance(text, str) else None
+            context = None
+            if source is not None and isinstance(text, str):
+                # The embedded model's window is 4,096 tokens: a turn's cells get a quarter of it at most.
+                small = session.agent.model.id.startswith("local")
+                context = source.build(take=True, window_chars=LOCAL_WINDOW_CHARS if small else None)
             self.last = await session.ask(
                 text, tool_choice=tool_choice, cell_id=cell_id, skills=skills, context=context
             )

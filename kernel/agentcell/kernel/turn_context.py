@@ -42,21 +42,24 @@ class NotebookContextSource:
         self.recorder = CellRecorder(shell, is_code, self.caps)
         self.recorder.install()
 
-    def caps(self) -> Caps:
+    def caps(self, *, window_chars: int | None = None) -> Caps:
+        """The settings' caps; ``window_chars``: a model whose whole context window is about that many
+        characters (the embedded local model's 4,096 tokens) gets at most a quarter of it for a turn's cells."""
         config = self.config
-        return Caps(
-            cell_chars=max(200, config.context_cell_chars),
-            turn_chars=max(200, config.context_turn_chars),
-            images=max(0, config.context_images),
-        )
+        cell, turn = max(200, config.context_cell_chars), max(200, config.context_turn_chars)
+        if window_chars is not None:
+            turn = min(turn, window_chars // 4)
+            cell = min(cell, turn)
+        return Caps(cell_chars=cell, turn_chars=turn, images=max(0, config.context_images))
 
     @property
     def mode(self) -> ContextMode:
         mode = str(self.config.context)
         return next((m for m in CONTEXT_MODES if m == mode), "on")
 
-    def build(self, *, take: bool) -> NotebookContext | None:
-        """The context the next turn sends (None: nothing to send); ``take`` hands the cells over to it."""
+    def build(self, *, take: bool, window_chars: int | None = None) -> NotebookContext | None:
+        """The context the next turn sends (None: nothing to send); ``take`` hands the cells over to it;
+        ``window_chars`` as for :meth:`caps`."""
         from ..records.notebook_context import NotebookContext, Variable
 
         cells = self.recorder.take() if take else self.recorder.pending
@@ -65,7 +68,7 @@ class NotebookContextSource:
             return None
         notes: list[str] = []
         if mode in ("on", "cells"):
-            cells, notes = capped_cells(cells, self.caps())
+            cells, notes = capped_cells(cells, self.caps(window_chars=window_chars))
         else:
             cells = []
         variables: list[Variable] | None = None
