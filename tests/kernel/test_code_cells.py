@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import sys
+from pathlib import Path
 from typing import Any
 
 from agentcell.kernel.code_cells import Caps, bundle_output, cap_text, capped_cells, html_text
@@ -123,3 +124,25 @@ def test_the_local_models_window_lowers_the_turns_caps() -> None:
         source.recorder.uninstall()
     finally:
         InteractiveShell.clear_instance()
+
+
+def test_the_agents_inspect_variable_tool_reads_one_variable_and_keeps_secrets_named_only(tmp_path: Path) -> None:
+    from agentcell import Engine, ScriptedProvider, ScriptedResponse, ScriptedText, ScriptedToolCall
+    from agentcell.kernel.namespace import inspect_variable_tool
+    from agentcell.tools.registry import ToolRegistry
+
+    namespace: dict[str, Any] = {"sales": {"north": 120, "south": 80}, "db_password": "hunter2-long", "_x": 1}
+    registry = ToolRegistry()
+    registry.register(inspect_variable_tool(namespace, hidden=()))
+    asks = [ScriptedResponse(steps=[ScriptedToolCall(name="inspect_variable", input={"name": n})]) for n in
+            ("sales", "db_password", "_x")]  # fmt: skip
+    provider = ScriptedProvider([*asks, ScriptedResponse(steps=[ScriptedText(text="done")])])
+    engine = Engine(tmp_path / "e.db", providers={"scripted": provider}, tools=registry)
+    agent = engine.agents.create(name="a", model="scripted")
+    session = engine.sessions.create(agent=agent.id, permissions="read-only")  # it needs no permission
+    session.send_sync("look at sales")
+    said = [r.content[0].text for r in session.events(types=["agent.tool_result"])]  # type: ignore[union-attr]
+    assert said[0] == "sales: dict, length 2\n{'north': 120, 'south': 80}"
+    assert "hunter2" not in said[1] and said[1].startswith("db_password: str")
+    assert said[2].startswith("no variable named '_x'; the user's variables: sales, db_password")
+    engine.close()

@@ -94,6 +94,8 @@ def test_code_cells_source_output_traceback_image_and_variables_reach_the_next_r
     assert [i["source"]["media_type"] for i in images] == ["image/png"]
     assert base64.b64decode(images[0]["source"]["data"]) == PIXEL
     assert blocks[-1]["type"] == "text" and blocks[-1]["text"].strip() == "What happened in the cells above?"
+    # Named variables: the agent may look at one more closely, read-only.
+    assert "inspect_variable" in [tool["name"] for tool in request.body["tools"]]
     # Secrets are scrubbed from the context like from everything else: the output and the variable's value.
     assert SECRET not in json.dumps(request.body) and "[redacted]" in text
 

@@ -351,6 +351,8 @@ class NotebookAgent:
                 # The embedded model's window is 4,096 tokens: a turn's cells get a quarter of it at most.
                 small = session.agent.model.id.startswith("local")
                 context = source.build(take=True, window_chars=LOCAL_WINDOW_CHARS if small else None)
+                if context is not None and context.variables:
+                    self._offer_inspect_tool()
             self.last = await session.ask(
                 text, tool_choice=tool_choice, cell_id=cell_id, skills=skills, context=context
             )
@@ -358,6 +360,16 @@ class NotebookAgent:
         await self._rendered(turn)
         if self.last is not None and isinstance(self.last.stop_reason, ErrorStop):
             raise TurnError(self.last.stop_reason.message)
+
+    def _offer_inspect_tool(self) -> None:
+        """Once the notebook has named the user's variables to the model, it may look at one more closely
+        (offered from then on: a notebook that never did keeps its tools, and its recordings their keys)."""
+        from ..tools.registry import ToolRegistry
+        from .namespace import INSPECT_TOOL, inspect_variable_tool
+
+        tools = self.engine.tools
+        if isinstance(tools, ToolRegistry) and tools.get(INSPECT_TOOL) is None:
+            tools.register(inspect_variable_tool(self.shell.user_ns, self.shell.user_ns_hidden))
 
     async def workflow(self, cell: WorkflowCell) -> WorkflowRun | None:
         """A ``%%workflow`` cell (the router sends it here through ``workflow_cell``): run the plan as one

@@ -15,7 +15,7 @@ import types
 from collections.abc import Collection, Mapping
 from typing import Any
 
-__all__ = ["MAX_VARIABLES", "describe_variable", "summarize_namespace"]
+__all__ = ["INSPECT_TOOL", "MAX_VARIABLES", "describe_variable", "inspect_variable_tool", "summarize_namespace"]
 
 MAX_VARIABLES = 40
 """The most variables a turn names (the most recently defined); the rest are counted."""
@@ -93,3 +93,38 @@ def _frame(frame: Any) -> str:
 
 def _short(text: str) -> str:
     return text if len(text) <= _SHORT_REPR else text[: _SHORT_REPR - 1] + "…"
+
+
+INSPECT_TOOL = "inspect_variable"
+_DETAIL_CHARS = 4_000
+
+
+def inspect_variable_tool(namespace: Mapping[str, Any], hidden: Collection[str]) -> Any:
+    """The agent's read-only look at one of the user's variables (a ``ToolDefinition``): its type, the
+    summary, and its repr (a DataFrame's first rows as pandas prints them), within a few thousand
+    characters. It needs no permission: it changes nothing and reads only the notebook's own namespace."""
+    from ..tools.functions import function_tool
+
+    def inspect_variable(name: str) -> str:
+        """Look at one of the user's notebook variables in more detail than the summary each turn carries:
+        its type, shape or length, and how Python prints it (cut to a few thousand characters).
+
+        :param name: the variable's name, as the summary lists it
+        """
+        if name not in namespace or not _is_users(name, namespace[name], hidden):
+            names = [n for n, v in list(namespace.items()) if _is_users(n, v, hidden)][-MAX_VARIABLES:]
+            return f"no variable named {name!r}; the user's variables: {', '.join(names) or 'none'}"
+        value = namespace[name]
+        kind, summary = describe_variable(name, value)
+        head = f"{name}: {kind}" + (f", {summary}" if summary else "")
+        if _SECRET_NAME.search(name):
+            return head
+        try:
+            shown = repr(value)
+        except Exception as exc:  # a broken repr still leaves the name and the type
+            shown = f"(repr failed: {type(exc).__name__})"
+        if len(shown) > _DETAIL_CHARS:
+            shown = shown[:_DETAIL_CHARS] + f"\n… ({len(shown) - _DETAIL_CHARS:,} more characters)"
+        return f"{head}\n{shown}"
+
+    return function_tool(inspect_variable, name=INSPECT_TOOL, parallel_safe=True, origin="builtin")
