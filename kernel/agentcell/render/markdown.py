@@ -183,17 +183,14 @@ def turn_markdown(fold: TurnFold, *, final: bool = False) -> str:
 
 def notebook_context_text(fold: TurnFold) -> tuple[str, str] | None:
     """What the turn took from the notebook: its summary ("2 cells, 5 variables") and the text the model
-    read (each cell clipped as a tool's output is), or None when it took nothing."""
+    read, clipped as a tool's output is (a saved notebook carries it twice, in its HTML and Markdown; the
+    turn's view shows it whole from the event), or None when it took nothing."""
     context = fold.notebook_context
     if context is None:
         return None
-    from ..engine.notebook_context import context_pieces
-    from ..providers.base import TextPart
+    from ..engine.notebook_context import context_text
 
-    parts = [part for piece in context_pieces(context) for part in piece.parts]
-    said = [clip(p.text) if isinstance(p, TextPart) else f"[image: {p.source.media_type}]" for p in parts
-            if isinstance(p, TextPart | ImageBlock)]  # fmt: skip
-    return context.describe(), "\n\n".join(said)
+    return context.describe(), clip(context_text(context))
 
 
 def _blocks_markdown(fold: TurnFold) -> list[str]:
