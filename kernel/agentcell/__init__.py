@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from .records.files import UploadedFile
     from .records.memory import MemoryNote, MemoryStore
     from .records.model import ModelConfig
+    from .records.notebook_context import NotebookContext
     from .records.resources import FileResource, GitRepository, MemoryStoreResource
     from .records.session import SessionRecord
     from .records.skill import PinnedSkill, Skill, SkillDiagnostic, SkillRef
@@ -134,6 +135,7 @@ _LAZY: dict[str, str] = {
     "ModelRequest": ".providers.base",
     "MultiAgent": ".records.agent",
     "NotFoundError": ".errors",
+    "NotebookContext": ".records.notebook_context",
     "OpenAIProvider": ".providers.openai",
     "Outcome": ".events",
     "OutcomeSpec": ".engine.outcomes",
@@ -271,6 +273,7 @@ __all__ = [
     "ModelRequest",
     "MultiAgent",
     "NotFoundError",
+    "NotebookContext",
     "OpenAIProvider",
     "Outcome",
     "OutcomeSpec",

@@ -23,6 +23,7 @@ from pydantic import (
 from .records.common import PermissionPreset
 from .records.content import ContentBlock, ImageBlock, ImageSource, TextBlock, ToolDisplay
 from .records.envelope import EventEnvelope, ThreadId
+from .records.notebook_context import NotebookContext
 from .records.skill import PinnedSkill
 from .records.stop import BudgetReached, EndTurn, ErrorStop, Interrupted, MaxTurns, RequiresAction, StopReason
 from .records.workflow_events import WorkflowEvent
@@ -116,6 +117,11 @@ class UserMessage(_EventBase):
     """Guidance the user steered into the running turn, delivered with the request after this event."""
     skills: Annotated[list[str], Field(default_factory=list, exclude_if=lambda v: not v)]
     """Skills the user named with the message (``/name``), activated before the model's first request."""
+    context: Annotated[NotebookContext | None, Field(exclude_if=lambda v: v is None or v.empty)] = None
+    """What the notebook showed since the previous turn (the code cells run, the user's variables): the model
+    is shown it before the message. A later run of one of those cells replaces what the model saw of it. An
+    empty one is not stored: it only says the notebook sends context (a turn its cell runs again carries the
+    cells its earlier run was sent)."""
 
 
 class UserInterrupt(_EventBase):

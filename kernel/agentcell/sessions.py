@@ -45,6 +45,7 @@ from .events import (
 )
 from .records.agent import Agent, materialize
 from .records.common import UNSET, PermissionPreset, Unset
+from .records.notebook_context import NotebookContext
 from .records.session import SessionRecord
 from .session_approvals import ApprovalMethods
 from .session_workflows import WorkflowMethods
@@ -224,6 +225,7 @@ class Session(WorkflowMethods, ApprovalMethods):
         tool_choice: ToolChoice = None,
         cell_id: str | None = None,
         skills: Sequence[str] = (),
+        context: NotebookContext | None = None,
     ) -> AsyncIterator[StreamItem]:
         """Run one turn, yielding its previews and buffered events in order until ``session.status_idle``.
 
@@ -238,12 +240,15 @@ class Session(WorkflowMethods, ApprovalMethods):
 
         ``skills`` names skills of the session to activate before the model's first request, as a user's
         ``/name`` does (each an ``activate_skill`` call the turn makes itself).
+
+        ``context`` is what a notebook showed since the previous turn (the code cells it ran, the user's
+        variables): the model is shown it before the message.
         """
         if self.status == "terminated":
             raise SessionTerminatedError(f"session {self.id} was terminated; create a new session")
         deps = self._deps()
         choices = tool_choices(tool_choice, lambda: self._turns.offered_tool_names(deps))
-        opening = opening_events(self._log, deps, message, cell_id=cell_id, skills=skills)
+        opening = opening_events(self._log, deps, message, cell_id=cell_id, skills=skills, context=context)
         async for item in self._turns.stream(opening, deps, choices):
             yield item
 
@@ -255,9 +260,11 @@ class Session(WorkflowMethods, ApprovalMethods):
         tool_choice: ToolChoice = None,
         cell_id: str | None = None,
         skills: Sequence[str] = (),
+        context: NotebookContext | None = None,
     ) -> TurnResult:
         """Run one turn to its end and return what it produced; ``on_item`` sees every item as it streams."""
-        async for item in self.send(message, tool_choice=tool_choice, cell_id=cell_id, skills=skills):
+        turn = self.send(message, tool_choice=tool_choice, cell_id=cell_id, skills=skills, context=context)
+        async for item in turn:
             if on_item is not None:
                 on_item(item)
         assert self._turns.last is not None  # send() returns only once the turn ended
@@ -270,9 +277,11 @@ class Session(WorkflowMethods, ApprovalMethods):
         tool_choice: ToolChoice = None,
         cell_id: str | None = None,
         skills: Sequence[str] = (),
+        context: NotebookContext | None = None,
     ) -> TurnResult:
         """:meth:`ask` for scripts without an event loop."""
-        return self._engine.run_sync(self.ask(message, tool_choice=tool_choice, cell_id=cell_id, skills=skills))
+        turn = self.ask(message, tool_choice=tool_choice, cell_id=cell_id, skills=skills, context=context)
+        return self._engine.run_sync(turn)
 
     async def define_outcome(
         self,

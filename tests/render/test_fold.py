@@ -153,3 +153,26 @@ def test_the_normal_end_of_a_turn_is_quiet_and_an_unusual_one_says_why() -> None
     assert "stop:" not in ended(ev.EndTurn()).footer()
     assert ended(ev.MaxTurns()).footer().endswith("stop: max_turns")
     assert ended(ev.Interrupted()).footer().endswith("stop: interrupted")
+
+
+def test_a_turn_says_what_it_took_from_the_notebook_and_its_fallbacks_open_to_it() -> None:
+    from agentcell.records.content import ImageSource
+    from agentcell.records.notebook_context import CellOutput, CodeCell, NotebookContext, Variable
+    from agentcell.render.fallback_html import fallback_html
+    from agentcell.render.markdown import turn_markdown
+
+    image = CellOutput(kind="display", text="<Figure>", image=ImageSource(media_type="image/png", data="AA=="))
+    cells = [
+        CodeCell(source="print('<b>hi</b>')", outputs=[CellOutput(kind="stdout", text="<b>hi</b>")]),
+        CodeCell(source="plot()", outputs=[image]),
+    ]
+    context = NotebookContext(cells=cells, variables=[Variable(name="sales", type="dict", summary="length 2")])
+    fold = TurnFold()
+    fold.apply(ev.UserMessage(**env("u"), content=[ev.TextBlock(text="what happened?")], context=context))
+    fold.apply(ev.SpanModelRequestStart(**env("r"), model="m", context_turns=0))
+    assert fold.context_line == "context: no turns above · notebook: 2 cells, 1 image, 1 variable"
+    markdown = turn_markdown(fold, final=True)
+    assert "<details><summary>notebook: 2 cells, 1 image, 1 variable</summary>" in markdown
+    assert "print('<b>hi</b>')" in markdown and "[image: image/png]" in markdown and "- sales: dict" in markdown
+    html = fallback_html(fold, footer=fold.footer())
+    assert "&lt;b&gt;hi&lt;/b&gt;" in html and "<b>hi</b>" not in html  # the cell's text, escaped

@@ -2,7 +2,8 @@
 
 Consecutive events of one role merge into one message. Tool calls that never got a result (the turn was
 interrupted or the process died) are answered with an error result before the next user content, so the
-history sent to a provider is always well formed.
+history sent to a provider is always well formed. The notebook's context a message carries goes before its
+content; a code cell run again leaves its earlier place in the history (the model sees its latest run only).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from ..providers.base import (
     ToolResultPart,
 )
 from ..records.workflow_events import WorkflowRunCompleted, WorkflowRunFailed
+from .notebook_context import IMAGE_PLACEHOLDER, context_pieces
 
 __all__ = ["HISTORY_EVENT_TYPES", "UNANSWERED_TOOL_CALL", "History", "outcome_task"]
 
@@ -71,9 +73,13 @@ class History:
         self._messages: list[tuple[Literal["user", "assistant"], list[Part]]] = []
         self._call_ids: dict[str, str] = {}
         self._open_calls: dict[str, None] = {}  # insertion-ordered set
+        self._cell_parts: dict[str, list[Part]] = {}
+        """The parts each code cell of the notebook's context became, by cell id (its latest run)."""
 
     def apply(self, event: Event) -> None:
         match event:
+            case UserMessage(context=context) if context is not None:
+                self._user([*self._context_parts(event), *(_user_part(block) for block in event.content)])
             case UserMessage() | AgentThreadMessageReceived():
                 self._user([_user_part(block) for block in event.content])
             case UserDefineOutcome():
@@ -112,9 +118,33 @@ class History:
         """Provider call ids still waiting for a result."""
         return list(self._open_calls)
 
-    def messages(self) -> list[Message]:
+    def messages(self, *, images: bool = True) -> list[Message]:
+        """``images`` False: each image the user's side holds is sent as a one-line placeholder instead (a
+        model without image input)."""
         # The parts were validated when they were built; skip validating them again.
-        return [Message.model_construct(role=role, content=list(parts)) for role, parts in self._messages]
+        if images:
+            return [Message.model_construct(role=role, content=list(parts)) for role, parts in self._messages]
+        return [
+            Message.model_construct(role=role, content=[_without_image(part) for part in parts])
+            for role, parts in self._messages
+        ]
+
+    def _context_parts(self, message: UserMessage) -> list[Part]:
+        assert message.context is not None
+        parts: list[Part] = []
+        for piece in context_pieces(message.context):
+            if piece.cell_id is not None:
+                if (earlier := self._cell_parts.pop(piece.cell_id, None)) is not None:
+                    self._forget(earlier)
+                self._cell_parts[piece.cell_id] = piece.parts
+            parts.extend(piece.parts)
+        return parts
+
+    def _forget(self, parts: list[Part]) -> None:
+        """Take a cell's earlier run out of the messages it went into (a message keeps its prompt)."""
+        gone = {id(part) for part in parts}
+        for _, content in self._messages:
+            content[:] = [part for part in content if id(part) not in gone]
 
     # ------------------------------------------------------------------------------------------
 
@@ -174,3 +204,9 @@ def run_note(event: WorkflowRunCompleted | WorkflowRunFailed) -> str:
 
 def _user_part(block: TextBlock | ImageBlock) -> Part:
     return TextPart(text=block.text) if isinstance(block, TextBlock) else block
+
+
+def _without_image(part: Part) -> Part:
+    if isinstance(part, ImageBlock):
+        return TextPart(text=IMAGE_PLACEHOLDER.format(media_type=part.source.media_type))
+    return part

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..errors import InvalidInputError
 from ..events import ContentBlock, Event, ImageBlock, TextBlock, UserCustomToolResult, UserMessage
+from ..records.notebook_context import NotebookContext
 from .deps import TurnDeps
 from .log import SessionLog
 from .outcomes import OutcomeSpec, define_event
@@ -44,11 +45,20 @@ ToolChoice = str | Sequence[str] | None
 
 
 def opening_events(
-    log: SessionLog, deps: TurnDeps, message: Input, *, cell_id: str | None = None, skills: Sequence[str] = ()
+    log: SessionLog,
+    deps: TurnDeps,
+    message: Input,
+    *,
+    cell_id: str | None = None,
+    skills: Sequence[str] = (),
+    context: NotebookContext | None = None,
 ) -> list[Event]:
     """``cell_id``: the notebook cell the turn runs for (its earlier turn, if on the path, is replaced);
-    ``skills``: the session's skills to activate before the model's first request (with a message only)."""
+    ``skills``: the session's skills to activate before the model's first request (with a message only);
+    ``context``: what the notebook showed since the previous turn (with a message only)."""
     check_cell_id(cell_id)
+    if context is not None and isinstance(message, CustomToolResult | OutcomeSpec):
+        raise InvalidInputError("a notebook's context goes with a message, not with a tool's answer or an outcome")
     if skills:
         _check_skills(log, message, skills)
     if isinstance(message, OutcomeSpec):
@@ -73,7 +83,8 @@ def opening_events(
             is_error=message.is_error,
         )
         return [answer]
-    return [log.make(UserMessage, content=message_blocks(message), cell_id=cell_id, skills=list(skills))]
+    blocks = message_blocks(message)
+    return [log.make(UserMessage, content=blocks, cell_id=cell_id, skills=list(skills), context=context)]
 
 
 def _check_skills(log: SessionLog, message: Input, skills: Sequence[str]) -> None:

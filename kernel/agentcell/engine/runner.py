@@ -135,7 +135,7 @@ class TurnRunner:
             request = ModelRequest(
                 model=resolved.model,
                 system=system_prompt(log, self.deps, agent, primary=self.thread_id is None),
-                messages=log.history(self.thread_id).messages(),
+                messages=log.history(self.thread_id).messages(images=resolved.config.images),
                 tools=offered,
                 server_tools=agent.server_tools,
                 settings=self._settings(resolved.config.settings()),

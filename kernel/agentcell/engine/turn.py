@@ -42,6 +42,7 @@ from ..events import (
     UserCustomToolResult,
     UserDefineOutcome,
     UserInterrupt,
+    UserMessage,
     is_preview,
 )
 from ..records.workflow_events import UserStartWorkflowRun
@@ -52,6 +53,7 @@ from .context import TURN_SESSION
 from .deps import TurnDeps
 from .log import SessionLog
 from .mount import mount_resources
+from .notebook_context import carry_context
 from .outcomes import OutcomeLoop
 from .path import is_opening
 from .request import SessionTool
@@ -227,9 +229,8 @@ class TurnSupervisor:
             if not isinstance(first, UserCustomToolResult) and (unfinished := OutcomeLoop.active(log, deps)):
                 defined = isinstance(first, UserDefineOutcome)
                 unfinished.supersede("a new outcome was defined" if defined else "a message came instead of an answer")
-            cell = getattr(first, "cell_id", None)
-            if isinstance(cell, str):  # the cell ran before: its turn and every later one leave the path
-                log.supersede(log.path().rerun(cell), "rerun", cell_id=cell)
+            opening = self._rerun(opening)
+            first = opening[-1]
             for event in opening:
                 log.emit(event)
             outcome = OutcomeLoop(log, deps, first) if isinstance(first, UserDefineOutcome) else None
@@ -273,6 +274,20 @@ class TurnSupervisor:
             turn.lease.release()  # after status_idle, before the caller hears the turn ended
             unsubscribe()
             turn.ended()
+
+    def _rerun(self, opening: list[Event]) -> list[Event]:
+        """When the turn's cell ran before, its turn and every later one leave the path; the opening, with
+        the notebook's cells its earlier turn was sent carried over (``carry_context``)."""
+        log = self.log
+        first = opening[-1]
+        cell = getattr(first, "cell_id", None)
+        if not isinstance(cell, str):
+            return opening
+        leaving = log.path().rerun(cell)
+        if leaving and isinstance(first, UserMessage) and first.context is not None:
+            opening = [*opening[:-1], carry_context(first, leaving, log.events(types=("user.message",)))]
+        log.supersede(leaving, "rerun", cell_id=cell)
+        return opening
 
     async def _work(
         self,

@@ -12,6 +12,7 @@ from ..errors import TurnInterrupted
 from .host import AgentCell, NotebookAgent
 from .magics import register_magics
 from .routing import HOST_NAME, make_router
+from .turn_context import NotebookContextSource
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -32,6 +33,7 @@ def load(shell: InteractiveShell, *, prose_is_agent: bool = False) -> NotebookAg
     configurables.append(config)  # makes `%config AgentCell` list and set it
     host = NotebookAgent(shell, config)
     shell.push({HOST_NAME: host}, interactive=False)  # pushed non-interactively: hidden from %who
+    host.context_source = NotebookContextSource(shell, config, prose_is_agent=prose_is_agent)
     register_magics(shell, host)
     _install_router(shell, prose_is_agent=prose_is_agent)
     # ipykernel reads the shell's last traceback after a failed cell, but sets it only in run_cell, not in
@@ -70,4 +72,6 @@ def unload(shell: InteractiveShell) -> None:
     host = shell.user_ns.pop(HOST_NAME, None)
     shell.user_ns_hidden.pop(HOST_NAME, None)
     if isinstance(host, NotebookAgent):
+        if host.context_source is not None:
+            host.context_source.recorder.uninstall()
         host.close()

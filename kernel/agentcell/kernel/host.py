@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from traitlets import Enum, Float, TraitError, Unicode, observe, validate
+from traitlets import Enum, Float, Int, TraitError, Unicode, observe, validate
 from traitlets.config import Configurable
 
 from ..errors import PermissionChangeRefused, TurnError, TurnInterrupted, UserError
@@ -34,8 +34,12 @@ if TYPE_CHECKING:
     from ..render.renderer import RendererFactory, TurnRenderer
     from ..sessions import Session, TurnResult
     from .magics.workflow import WorkflowCell
+    from .turn_context import NotebookContextSource
 
-__all__ = ["DEFAULT_SYSTEM", "AgentCell", "NotebookAgent"]
+__all__ = ["DEFAULT_SYSTEM", "LOCAL_WINDOW_CHARS", "AgentCell", "NotebookAgent"]
+
+LOCAL_WINDOW_CHARS = 16_000
+"""About the characters of the embedded local model's 4,096-token window."""
 
 DEFAULT_SYSTEM = (
     "You are an assistant working inside a Jupyter notebook. Answer in Markdown. When computing or "
@@ -68,6 +72,18 @@ class AgentCell(Configurable):
         "widget",
         help="How a turn is shown: the turn widget (approvals, Stop, cost meter), or plain Markdown updates.",
     ).tag(config=True)
+
+    context = Enum(
+        ("on", "off", "cells", "variables"),
+        "on",
+        help="What each turn takes from the notebook: the code cells run since the previous turn and a summary "
+        "of your variables (on), only one of them, or nothing (off). `%context` shows and switches it.",
+    ).tag(config=True)
+    context_cell_chars = Int(10_000, help="Most characters of one code cell (source and outputs) a turn sends; "
+                             "the middle of longer ones is cut, with a note.").tag(config=True)  # fmt: skip
+    context_turn_chars = Int(60_000, help="Most characters of code cells one turn sends; cells from the middle "
+                             "of a longer run are left out, with a note.").tag(config=True)  # fmt: skip
+    context_images = Int(4, help="Most images of code cells one turn sends (the rest as their text).").tag(config=True)
 
     host: NotebookAgent | None = None
 
@@ -160,6 +176,8 @@ class NotebookAgent:
         """The latest turn's result."""
         self.next_tool_choice: tuple[str, ...] = ()
         """Set by ``%tools force NAME…``: the next turn's first requests must call these tools, in order."""
+        self.context_source: NotebookContextSource | None = None
+        """The code cells and variables each turn takes (set by the extension when it loads)."""
 
     def _default_renderer(self, session: Session) -> TurnRenderer:
         rate = self.config.max_updates_per_second
@@ -337,11 +355,32 @@ class NotebookAgent:
                 from ..skills.attach import leading_skills, session_pins
 
                 skills = leading_skills(text, [p.name for p in session_pins(session)])
-            self.last = await session.ask(text, tool_choice=tool_choice, cell_id=cell_id, skills=skills)
+            # What the notebook showed since the previous turn goes with the message (not with an outcome).
+            source = self.context_source
+            context = None
+            if source is not None and isinstance(text, str):
+                # The embedded model's window is 4,096 tokens: a turn's cells get a quarter of it at most.
+                small = session.agent.model.id.startswith("local")
+                context = source.build(take=True, window_chars=LOCAL_WINDOW_CHARS if small else None)
+                if context is not None and context.variables:
+                    self._offer_inspect_tool()
+            self.last = await session.ask(
+                text, tool_choice=tool_choice, cell_id=cell_id, skills=skills, context=context
+            )
 
         await self._rendered(turn)
         if self.last is not None and isinstance(self.last.stop_reason, ErrorStop):
             raise TurnError(self.last.stop_reason.message)
+
+    def _offer_inspect_tool(self) -> None:
+        """Once the notebook has named the user's variables to the model, it may look at one more closely
+        (offered from then on: a notebook that never did keeps its tools, and its recordings their keys)."""
+        from ..tools.registry import ToolRegistry
+        from .namespace import INSPECT_TOOL, inspect_variable_tool
+
+        tools = self.engine.tools
+        if isinstance(tools, ToolRegistry) and tools.get(INSPECT_TOOL) is None:
+            tools.register(inspect_variable_tool(self.shell.user_ns, self.shell.user_ns_hidden))
 
     async def workflow(self, cell: WorkflowCell) -> WorkflowRun | None:
         """A ``%%workflow`` cell (the router sends it here through ``workflow_cell``): run the plan as one

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 
-__all__ = ["HOST_NAME", "make_router"]
+__all__ = ["HOST_NAME", "code_cell_source", "make_router"]
 
 HOST_NAME = "__agentcell__"
 """The user-namespace name of the notebook's agent host (hidden from ``%who``)."""
@@ -62,6 +62,36 @@ def _unknown_magic(line: str, magic_names: MagicNames, preferred: Iterable[str])
     hint = f"did you mean {prefix}{nearest[0]}?" if nearest else "%help lists agentcell's magics, %lsmagic all of them"
     message = f"{prefix}{name} is not a magic: {hint}"
     return [f"raise __import__('IPython.core.error', fromlist=['UsageError']).UsageError({message!r})\n"]
+
+
+AGENT_CELL_MAGICS = ("%%agent", "%%outcome", "%%workflow")
+"""Cells that are the agent's turns, never code the notebook ran."""
+
+
+def code_cell_source(cell: str, *, prose_is_agent: bool, own_magics: Iterable[str] = ()) -> str | None:
+    """The Python of ``cell`` when it is a code cell the agent should see (None otherwise): a ``%%python``
+    cell's body; in another IPython kernel (``prose_is_agent`` False), any cell but a turn and but a cell of
+    agentcell's own ``%`` lines (``own_magics``: their names)."""
+    lines = cell.splitlines()
+    first = next((line.strip() for line in lines if line.strip()), "")
+    if not first:
+        return None
+    word = first.split()[0]
+    if word == "%%python":
+        body = cell[cell.index("%%python") + len("%%python") :].partition("\n")[2]
+        return body if body.strip() else None
+    if prose_is_agent or word in AGENT_CELL_MAGICS:
+        return None
+    own = set(own_magics)
+    if all(_names_one_of(line.strip(), own) for line in lines if line.strip()):
+        return None  # `%context`, `%model ...`: talking to agentcell, not running code
+    return cell
+
+
+def _names_one_of(line: str, magics: set[str]) -> bool:
+    words = line[1:].split(maxsplit=1) if line.startswith("%") and not line.startswith("%%") else []
+    name = words[0] if words else ""
+    return name in magics
 
 
 def make_router(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -57,6 +57,9 @@ class ModelConfig(_Model):
     prices: ListPrices | None = None
     """List prices to use instead of genai-prices' (a model it does not know has no known cost otherwise)."""
     extra: dict[str, Any] = {}
+    images: Annotated[bool, Field(exclude_if=lambda v: v)] = True
+    """False for a model that takes no image input: an image in the conversation reaches it as a one-line
+    placeholder (a notebook's plot, an image the user attached)."""
 
     @field_validator("extra")
     @classmethod

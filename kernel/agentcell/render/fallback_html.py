@@ -20,6 +20,7 @@ from ..events import ImageBlock, TextBlock
 from .markdown import (  # the Markdown fallback's clipping and wording
     approval_note,
     clip,
+    notebook_context_text,
     outcome_heading,
     skill_line,
     thread_state,
@@ -85,6 +86,9 @@ def fallback_html(view: TurnFold, *, footer: str) -> str:
     out.extend(_workflow_html(view, run) for run in view.workflow_runs)
     out.extend(_outcome_html(outcome) for outcome in view.outcomes.values())
     out.extend(f"<p>⚠️ {escape(error)}</p>" for error in view.errors)
+    if (sent := notebook_context_text(view)) is not None:
+        summary, text = sent
+        out.append(f"<details><summary>notebook: {escape(summary)}</summary><pre>{escape(text)}</pre></details>")
     out.append(f"<p><small>{escape(footer)}</small></p>")
     out.append("</div>")
     return "\n".join(out)

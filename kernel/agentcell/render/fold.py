@@ -45,6 +45,7 @@ from ..events import (
     UserToolConfirmation,
     is_preview,
 )
+from ..records.notebook_context import NotebookContext
 from ..records.workflow_events import (
     WorkflowRunCompleted,
     WorkflowRunFailed,
@@ -143,6 +144,8 @@ class TurnFold:
     """How many turns of the active path the turn's requests carried before its own."""
     context_tokens: int | None = None
     """The input tokens of the turn's first answered request: the context it started from."""
+    notebook_context: NotebookContext | None = None
+    """What the turn took from the notebook (code cells run since the previous turn, variables)."""
     ended_at: datetime | None = None
     """When the turn's ``session.status_idle`` arrived."""
     sources: set[str] = field(default_factory=set)
@@ -209,6 +212,7 @@ class TurnFold:
                 self._note(item.id, "Steer delivered: " + _text(item.content))
             case UserMessage():
                 self.prompt = _text(item.content)
+                self.notebook_context = item.context if item.context is not None and not item.context.empty else None
             case SessionSteerUndelivered():
                 self._note(item.id, "Steer not delivered (the turn ended before the next step): " + _text(item.content))
             case EventStart():
@@ -394,7 +398,8 @@ class TurnFold:
 
     @property
     def context_line(self) -> str | None:
-        """ "context: 3 turns above · 4.2k tokens": what the model saw besides this turn's prompt."""
+        """ "context: 3 turns above · notebook: 2 cells, 5 variables · 4.2k tokens": what the model saw
+        besides this turn's prompt."""
         if self.context_turns is None:
             return None
         turns = (
@@ -402,6 +407,8 @@ class TurnFold:
             if not self.context_turns
             else f"{self.context_turns} turn{'s' if self.context_turns != 1 else ''} above"
         )
+        if self.notebook_context is not None:
+            turns += f" · notebook: {self.notebook_context.describe()}"
         if self.context_tokens is None:
             return f"context: {turns}"
         tokens = f"{self.context_tokens / 1000:.1f}k" if self.context_tokens >= 1000 else str(self.context_tokens)

@@ -31,6 +31,7 @@ __all__ = [
     "escape_prose",
     "fenced",
     "footer",
+    "notebook_context_text",
     "outcome_heading",
     "skill_line",
     "thread_state",
@@ -175,9 +176,25 @@ def turn_markdown(fold: TurnFold, *, final: bool = False) -> str:
     out.extend(_workflow_markdown(fold, run) for run in fold.workflow_runs)
     out.extend(_outcome_markdown(outcome) for outcome in fold.outcomes.values())
     out.extend(f"> ⚠️ {escape_prose(error)}" for error in fold.errors)
+    if final and (sent := notebook_context_text(fold)) is not None:
+        summary, text = sent
+        head = f"<details><summary>notebook: {escape_prose(summary)}</summary>"
+        out.append(f"{head}\n\n{fenced(text, 'text')}\n\n</details>")
     if final:
         out.append(f"<sub>{escape_prose(footer(fold))}</sub>")
     return "\n\n".join(out) if out else "_…_"
+
+
+def notebook_context_text(fold: TurnFold) -> tuple[str, str] | None:
+    """What the turn took from the notebook: its summary ("2 cells, 5 variables") and the text the model
+    read, clipped as a tool's output is (a saved notebook carries it twice, in its HTML and Markdown; the
+    turn's view shows it whole from the event), or None when it took nothing."""
+    context = fold.notebook_context
+    if context is None:
+        return None
+    from ..engine.notebook_context import context_text
+
+    return context.describe(), clip(context_text(context))
 
 
 def _blocks_markdown(fold: TurnFold) -> list[str]:

@@ -27,10 +27,38 @@ def preview_prompt(event: dict[str, Any]) -> dict[str, Any]:
     event as it is. A new dict when something was cut: the caller's is left alone."""
     if event.get("type") != "user.message":
         return event
+    event = _without_context_images(event)
     content = event.get("content")
     if not isinstance(content, list) or not any(_long(block) for block in content):
         return event
     return {**event, "content": [_preview(block) if _long(block) else block for block in content]}
+
+
+def _without_context_images(event: dict[str, Any]) -> dict[str, Any]:
+    """The notebook's context without its images' data: the code cell above shows each of them already (the
+    event log keeps them); the view names each one instead."""
+    context = event.get("context")
+    if not isinstance(context, dict):
+        return event
+    cells = context.get("cells")
+    if not isinstance(cells, list) or not any(_has_image(cell) for cell in cells):
+        return event
+    shown = [
+        {**cell, "outputs": [_image_named(o) for o in cell["outputs"]]} if _has_image(cell) else cell for cell in cells
+    ]
+    return {**event, "context": {**context, "cells": shown}}
+
+
+def _has_image(cell: Any) -> bool:
+    outputs = cell.get("outputs") if isinstance(cell, dict) else None
+    return isinstance(outputs, list) and any(isinstance(o, dict) and o.get("image") for o in outputs)
+
+
+def _image_named(output: dict[str, Any]) -> dict[str, Any]:
+    image = output.get("image")
+    if not isinstance(image, dict):
+        return output
+    return {**output, "image": None, "text": f"[image: {image.get('media_type', 'image')}] {output.get('text', '')}"}
 
 
 def _preview(block: dict[str, Any]) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import {
   type Outcome,
   type Thread,
   type ThinkingBlock,
+  type NotebookContextView,
   type ToolBlock,
   type TurnState,
   type UsageSums,
@@ -55,7 +56,10 @@ const HANDLERS: Record<string, Handler> = {
   "user.message": (state, item) => {
     const text = textOf(contentBlocks(item.content));
     if (item.steered === true) note(state, item, `Steer delivered: ${text}`);
-    else state.prompt = text;
+    else {
+      state.prompt = text;
+      state.notebook = notebookContext(item.context);
+    }
   },
   "session.steer_undelivered": (state, item) =>
     note(state, item, `Steer not delivered (the turn ended before the next step): ${textOf(contentBlocks(item.content))}`),
@@ -410,4 +414,31 @@ function latestRevision(state: TurnState): string {
     if (block?.kind === "message" && block.text) return block.text;
   }
   return "";
+}
+
+function plural(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? "" : "s"}`;
+}
+
+/** The kernel's `NotebookContext.describe()` ("3 cells, 1 image, 12 variables") and each cell as text. */
+export function notebookContext(value: unknown): NotebookContextView | null {
+  if (!value || typeof value !== "object") return null;
+  const context = value as { cells?: unknown; variables?: unknown; variables_left_out?: unknown };
+  const cells = Array.isArray(context.cells) ? (context.cells as Record<string, unknown>[]) : [];
+  const variables = Array.isArray(context.variables) ? (context.variables as Record<string, unknown>[]) : null;
+  if (!cells.length && !variables?.length) return null;
+  let images = 0;
+  const texts = cells.map((cell) => {
+    const outputs = Array.isArray(cell.outputs) ? (cell.outputs as Record<string, unknown>[]) : [];
+    const shown = outputs.map((output) => {
+      if (output.image || str(output.text).startsWith("[image:")) images += 1;
+      return str(output.text);
+    });
+    return [str(cell.source), ...shown].filter((text) => text).join("\n—\n");
+  });
+  const parts = [plural(cells.length, "cell")];
+  if (images) parts.push(plural(images, "image"));
+  if (variables?.length) parts.push(plural(variables.length + num(context.variables_left_out), "variable"));
+  if (variables?.length) texts.push(variables.map((v) => `${str(v.name)}: ${str(v.type)} ${str(v.summary)}`.trim()).join("\n"));
+  return { summary: parts.join(", "), cells: texts };
 }

@@ -141,10 +141,18 @@ export interface PendingRequest {
   streamedChars: number;
 }
 
+/** What a turn took from the notebook (the kernel's `NotebookContext.describe()` and the cells' text). */
+export interface NotebookContextView {
+  summary: string;
+  cells: string[];
+}
+
 export interface TurnState {
   context: ContextItem | null;
   model: string;
   prompt: string;
+  /** The code cells and variables the turn's message carried (null: none). */
+  notebook: NotebookContextView | null;
   status: "running" | "idle";
   stopReason: string | null;
   stopDetail: string | null;
@@ -187,6 +195,7 @@ export function emptyState(): TurnState {
     context: null,
     model: "",
     prompt: "",
+    notebook: null,
     status: "running",
     stopReason: null,
     stopDetail: null,

@@ -161,3 +161,27 @@ describe("fold", () => {
     expect(state.blocks.size).toBe(0);
   });
 });
+
+describe("notebook context", () => {
+  it("says what the turn took from the notebook, cells and variables, images counted", () => {
+    const item = {
+      ...message("u1", "what happened?"),
+      type: "user.message",
+      content: [{ type: "text", text: "what happened?" }],
+      context: {
+        cells: [
+          { source: "print(1)", outputs: [{ kind: "stdout", text: "1" }] },
+          { source: "plot()", outputs: [{ kind: "display", text: "[image: image/png] <Figure>", image: null }] },
+        ],
+        variables: [{ name: "sales", type: "dict", summary: "length 2" }],
+        variables_left_out: 0,
+      },
+    } as Item;
+    const state = fold([item]);
+    expect(state.prompt).toBe("what happened?");
+    expect(state.notebook?.summary).toBe("2 cells, 1 image, 1 variable");
+    expect(state.notebook?.cells[0]).toBe("print(1)\n—\n1");
+    expect(state.notebook?.cells.at(-1)).toBe("sales: dict length 2");
+    expect(fold([{ ...item, context: undefined } as Item]).notebook).toBeNull();
+  });
+});

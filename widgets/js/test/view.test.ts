@@ -337,3 +337,21 @@ describe("turn view", () => {
     expect(root.textContent).toContain("retry");
   });
 });
+
+describe("notebook context line", () => {
+  it("shows what the turn took from the notebook, opening to each cell as text (never as HTML)", () => {
+    const prompt = {
+      type: "user.message",
+      id: "u1",
+      created_at: "2026-01-01T00:00:00Z",
+      content: [{ type: "text", text: "what happened?" }],
+      context: { cells: [{ source: "print('<b>x</b>')", outputs: [{ kind: "stdout", text: "<b>x</b>" }] }], variables: [] },
+    } as Item;
+    const root = paint([prompt, running()]);
+    const details = q(root, ".ac-notebook-context details");
+    expect(q(details, "summary").textContent).toBe("notebook: 1 cell");
+    expect(q(details, "pre.ac-notebook-cell").textContent).toBe("print('<b>x</b>')\n—\n<b>x</b>");
+    expect(details.querySelector("b")).toBeNull();
+    expect(paint([running()]).querySelector(".ac-notebook-context details")).toBeNull();
+  });
+});

@@ -3,6 +3,7 @@ prints one clear line (IPython's UsageError), never a traceback.
 
 - :mod:`.agent` — ``%model``, ``%system``, ``%tools``, ``%permissions``, ``%agent``, ``%mcp``
 - :mod:`.session` — ``%session``, ``%budget``, ``%usage``
+- :mod:`.context` — ``%context``
 - :mod:`.replay` — ``%record``, ``%replay``
 - :mod:`.cells` — ``%%python``, ``%%agent``, ``%help``
 - :mod:`.threads` — ``%threads``
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 from ._base import MagicGroup
 from .agent import AgentMagics
 from .cells import CellMagics
+from .context import ContextMagics
 from .outcome import OutcomeMagics
 from .replay import ReplayMagics
 from .session import SessionMagics
@@ -37,6 +39,7 @@ __all__ = ["GROUPS", "HELP", "MagicGroup", "help_table", "register_magics"]
 GROUPS: tuple[type[MagicGroup], ...] = (
     AgentMagics,
     SessionMagics,
+    ContextMagics,
     ReplayMagics,
     CellMagics,
     ThreadMagics,
@@ -57,6 +60,7 @@ _ORDER = (
     "mcp",
     "config",
     "usage",
+    "context",
     "record",
     "replay",
     "python",

@@ -18,7 +18,22 @@ from .permission_rules import describe_rules, describe_sandbox, revoke_rules
 
 __all__ = ["AgentMagics"]
 
-_SETTINGS = {"max_tokens": int, "temperature": float, "thinking_budget": int, "base_url": str}
+
+def _flag(value: str) -> bool:
+    if value.lower() in ("true", "yes", "on", "1"):
+        return True
+    if value.lower() in ("false", "no", "off", "0"):
+        return False
+    raise ValueError(f"expected true or false, not {value!r}")
+
+
+_SETTINGS: dict[str, Any] = {
+    "max_tokens": int,
+    "temperature": float,
+    "thinking_budget": int,
+    "base_url": str,
+    "images": _flag,  # images=false: a model without image input gets a placeholder for each image
+}
 _CONFIG_MODEL = re.compile(r"^\s*AgentCell\.model\s*=")
 
 

@@ -31,6 +31,8 @@ export class TurnView {
   private readonly threadViews = new Map<string, ThreadView>();
   private readonly workflowViews = new Map<string, WorkflowView>();
   private outcomesSignature = "";
+  private readonly notebookEl: HTMLElement;
+  private notebookSignature = "";
   /** Repaints the meter's elapsed time every second while the turn runs. */
   private ticker: ReturnType<typeof setInterval> | null = null;
   private latest: TurnState | null = null;
@@ -45,7 +47,8 @@ export class TurnView {
     this.workflowsEl = h("div", { class: "ac-workflows" });
     this.outcomesEl = h("div", { class: "ac-outcomes" });
     this.cost = new CostMeter();
-    this.el = h("div", { class: "agentcell-turn" }, this.header.el, this.body, this.workflowsEl, this.threadsEl, this.outcomesEl, this.cost.el);
+    this.notebookEl = h("div", { class: "ac-notebook-context" });
+    this.el = h("div", { class: "agentcell-turn" }, this.header.el, this.notebookEl, this.body, this.workflowsEl, this.threadsEl, this.outcomesEl, this.cost.el);
     this.el.addEventListener("click", (event) => {
       copyCode(event);
       insertCode(event);
@@ -56,12 +59,33 @@ export class TurnView {
   paint(state: TurnState): void {
     this.el.dataset.status = state.status;
     this.header.update(state);
+    this.paintNotebook(state);
     this.syncList(this.body, state.order, state);
     this.paintWorkflows(state);
     this.paintThreads(state);
     this.paintOutcomes(state);
     this.cost.update(state);
     this.tick(state);
+  }
+
+  /** "notebook: 3 cells, 12 variables", opening to each cell as the model was sent it. */
+  private paintNotebook(state: TurnState): void {
+    const signature = JSON.stringify(state.notebook);
+    if (signature === this.notebookSignature) return;
+    this.notebookSignature = signature;
+    const notebook = state.notebook;
+    this.notebookEl.replaceChildren(
+      ...(notebook
+        ? [
+            h(
+              "details",
+              {},
+              h("summary", { title: "what the turn took from the notebook" }, `notebook: ${notebook.summary}`),
+              ...notebook.cells.map((text) => h("pre", { class: "ac-notebook-cell" }, text)),
+            ),
+          ]
+        : []),
+    );
   }
 
   private tick(state: TurnState): void {
