@@ -1,0 +1,132 @@
+"""The live widget where agentcell's lab extension is not there to lend it the views (issue 34): JupyterLab and
+Notebook 7 with the extension disabled, as VS Code or Colab would be. Each turn's widget carries a small
+loader; the page asks the kernel for the views once and for KaTeX once, the first time a reply has math, and
+the widget streams and takes approvals as with the extension. With the extension, the kernel sends no code."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Page, WebSocket, expect
+
+from .conftest import lab_env, script
+from .lab import (
+    Lab,
+    open_notebook,
+    run_cell,
+    run_lab,
+    screenshot,
+    turn,
+    wait_cell_done,
+    write_notebook,
+)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(240)]
+
+CODE = re.compile(rb'"type": ?"code", ?"part": ?"(turn|math)"')
+"""A kernel → page message that carries a part of the widget's code (widget_renderer.py, `_send_code`)."""
+
+
+@pytest.fixture(scope="module")
+def bare_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    """JupyterLab and Notebook 7 with agentcell's extension disabled (`jupyter labextension disable`'s file)."""
+    base = tmp_path_factory.mktemp("bare-lab")
+    config = base / "config" / "labconfig"
+    config.mkdir(parents=True)
+    (config / "page_config.json").write_text(json.dumps({"disabledExtensions": {"agentcell-widgets": True}}))
+    with run_lab(base, env=lab_env(base)) as server:
+        yield server
+
+
+def code_sent(page: Page) -> list[str]:
+    """The parts of the widget's code the kernel sends this page, as they arrive."""
+    parts: list[str] = []
+
+    def watch(ws: WebSocket) -> None:
+        def received(payload: str | bytes) -> None:
+            data = payload.encode() if isinstance(payload, str) else payload
+            parts.extend(m.group(1).decode() for m in CODE.finditer(data))
+
+        ws.on("framereceived", received)
+
+    page.on("websocket", watch)
+    return parts
+
+
+def notebook(lab: Lab, name: str, marker: Path) -> None:
+    model = script(
+        lab,
+        name,
+        [
+            {"steps": [{"kind": "text", "text": "Ready."}]},
+            {
+                "steps": [
+                    {"kind": "text", "text": "First, $E = mc^2$. Now the marker."},
+                    {"kind": "tool_call", "name": "bash", "input": {"command": f"touch {marker}"}},
+                ]
+            },
+            {"steps": [{"kind": "text", "text": "Touched."}]},
+            {"steps": [{"kind": "text", "text": "tick " * 300, "chunk_size": 5, "delay": 0.02}]},
+        ],
+    )
+    write_notebook(lab, f"{name}.ipynb", [model, "Warm up.", "Touch the marker.", "Talk for a while."])
+
+
+@pytest.mark.parametrize("app", ["lab", "notebook7"])
+def test_the_live_widget_streams_and_takes_approvals_without_the_extension(page: Page, bare_lab: Lab, app: str) -> None:
+    lab = bare_lab
+    name = f"bare-{app}"
+    marker = lab.root / f"{name}.marker"
+    notebook(lab, name, marker)
+    sent = code_sent(page)
+    open_notebook(page, lab, f"{name}.ipynb", app=app)
+    run_cell(page, 0)
+    wait_cell_done(page, 0)
+    run_cell(page, 1)
+    wait_cell_done(page, 1)
+    expect(page.locator(".jp-Cell").nth(1).locator(".agentcell-fallback")).to_contain_text("Ready.")
+
+    run_cell(page, 2)
+    live = turn(page, 2)
+    panel = live.locator(".ac-tool .ac-approval")
+    expect(panel).to_contain_text("bash wants to run", timeout=30_000)
+    expect(live.locator(".ac-message .ac-math .katex-html")).to_be_visible()  # KaTeX came, with its styles
+    family = live.locator(".katex .mathnormal").first.evaluate("e => getComputedStyle(e).fontFamily")
+    assert "KaTeX_Math" in family
+    screenshot(page, f"widget-without-extension-{app}")
+    panel.get_by_role("button", name="Allow once").click()
+    wait_cell_done(page, 2)
+    assert marker.exists()
+    # Without the extension's renderer the finished turn shows its HTML transcript in place of the view.
+    expect(page.locator(".jp-Cell").nth(2).locator(".agentcell-fallback")).to_contain_text("completed")
+
+    run_cell(page, 3)
+    view = turn(page, 3)
+    expect(view.locator(".ac-message")).to_contain_text("tick tick", timeout=30_000)
+    streamed = view.locator(".ac-message").inner_text()
+    assert 0 < len(streamed) < len(("tick " * 300).strip())  # shown while it streams, not only at the end
+    wait_cell_done(page, 3)
+    # Four turns, one copy of the views and one of KaTeX, which came only once a reply had math.
+    assert sorted(sent) == ["math", "turn"], sent
+
+
+def test_with_the_extension_the_kernel_sends_no_code(page: Page, lab: Lab) -> None:
+    marker = lab.root / "with-extension.marker"
+    notebook(lab, "with-extension", marker)
+    sent = code_sent(page)
+    open_notebook(page, lab, "with-extension.ipynb")
+    for index in (0, 1):
+        run_cell(page, index)
+        wait_cell_done(page, index)
+    run_cell(page, 2)
+    live = turn(page, 2)
+    live.locator(".ac-tool .ac-approval").get_by_role("button", name="Allow once").click(timeout=30_000)
+    expect(live.locator(".ac-tool .ac-status")).to_have_text("completed", timeout=30_000)
+    wait_cell_done(page, 2)
+    expect(turn(page, 2).locator(".ac-message .ac-math .katex-html")).to_be_visible()  # the extension's KaTeX
+    assert marker.exists()
+    assert sent == []
