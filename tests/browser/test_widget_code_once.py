@@ -1,7 +1,8 @@
 """The live widget where agentcell's lab extension is not there to lend it the views (issue 34): JupyterLab and
 Notebook 7 with the extension disabled, as VS Code or Colab would be. Each turn's widget carries a small
 loader; the page asks the kernel for the views once and for KaTeX once, the first time a reply has math, and
-the widget streams and takes approvals as with the extension. With the extension, the kernel sends no code."""
+the widget streams and takes approvals as with the extension. With the extension, the kernel sends no code.
+A notebook nbclient executed, widget state and all, reopens with every turn."""
 
 from __future__ import annotations
 
@@ -10,9 +11,12 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import nbformat
 import pytest
+from nbclient import NotebookClient
 from playwright.sync_api import Page, WebSocket, expect
 
+from ..widgets.conftest import python_turns
 from .conftest import lab_env, script
 from .lab import (
     Lab,
@@ -130,3 +134,38 @@ def test_with_the_extension_the_kernel_sends_no_code(page: Page, lab: Lab) -> No
     expect(turn(page, 2).locator(".ac-message .ac-math .katex-html")).to_be_visible()  # the extension's KaTeX
     assert marker.exists()
     assert sent == []
+
+
+@pytest.fixture(scope="module")
+def default_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    base = tmp_path_factory.mktemp("default-lab")
+    with run_lab(base, env=lab_env(base), defaults=True) as server:
+        yield server
+
+
+def test_a_notebook_nbclient_executed_with_widget_state_reopens_with_every_turn(
+    page: Page, default_lab: Lab, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lab, turns = default_lab, 20
+    for key, value in lab_env(lab.root.parent).items():
+        monkeypatch.setenv(key, value)
+    model = script(lab, "executed", python_turns(turns))
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "agentcell", "display_name": "agentcell", "language": "markdown"}
+    nb.cells = [
+        nbformat.v4.new_code_cell(c) for c in [model, *(f"Sum the first {n + 10} numbers." for n in range(turns))]
+    ]
+    NotebookClient(nb, kernel_name="agentcell", timeout=60, store_widget_state=True).execute()
+    assert nb.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]  # saved, as nbclient does
+    nbformat.write(nb, lab.root / "executed.ipynb")
+    for app in ("lab", "notebook7"):
+        open_notebook(page, lab, "executed.ipynb", app=app)
+        saved = page.locator(".jp-Notebook .jp-Cell .agentcell-mime .agentcell-turn")
+        expect(saved).to_have_count(turns, timeout=30_000)
+        for index in (1, turns):  # the first turn and the last, whole: tool card and answer
+            view = saved.nth(index - 1)
+            view.scroll_into_view_if_needed()
+            expect(view.locator(".ac-tool .ac-tool-output")).to_contain_text(str(sum(range(index + 9))))
+            expect(view.locator(".ac-message")).to_contain_text(f"first {index + 9} numbers")
+        assert page.get_by_text("Error displaying widget").count() == 0
+        screenshot(page, f"nbclient-executed-{app}")
