@@ -2,20 +2,26 @@
 Notebook 7 with the extension disabled, as VS Code or Colab would be. Each turn's widget carries a small
 loader; the page asks the kernel for the views once and for KaTeX once, the first time a reply has math, and
 the widget streams and takes approvals as with the extension. With the extension, the kernel sends no code.
-A notebook nbclient executed, widget state and all, reopens with every turn."""
+A notebook nbclient executed, widget state and all, reopens with every turn; the `--html` page carries KaTeX
+only when a turn has math and renders every turn offline."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
-from playwright.sync_api import Page, WebSocket, expect
+from playwright.sync_api import Page, Route, WebSocket, expect
 
+from agentcell.render.notebook_html import to_html
+
+from ..kernel.conftest import write_script
 from ..widgets.conftest import python_turns
 from .conftest import lab_env, script
 from .lab import (
@@ -169,3 +175,50 @@ def test_a_notebook_nbclient_executed_with_widget_state_reopens_with_every_turn(
             expect(view.locator(".ac-message")).to_contain_text(f"first {index + 9} numbers")
         assert page.get_by_text("Error displaying widget").count() == 0
         screenshot(page, f"nbclient-executed-{app}")
+
+
+def test_the_html_page_carries_katex_only_for_math_and_renders_every_turn_offline(
+    page: Page, kernel_env: dict[str, str], tmp_path: Path
+) -> None:
+    reply = "Energy: $E = mc^2$.\n\n$$\\int_0^1 x\\,dx = \\frac{1}{2}$$"
+    responses = [
+        {"steps": [{"kind": "text", "text": "It costs $5 and $6, no math."}]},
+        {"steps": [{"kind": "text", "text": reply}]},
+    ]
+    model = write_script(tmp_path / "script.json", responses)
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "agentcell", "display_name": "Agent (agentcell)", "language": "markdown"}
+    nb.cells = [nbformat.v4.new_code_cell(s) for s in (f"%model {model}", "What does it cost?", "Some physics.")]
+    path = tmp_path / "math.ipynb"
+    nbformat.write(nb, path)
+    command = [sys.executable, "-m", "agentcell.cli", "run", str(path), "--html"]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, env=kernel_env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    html = (tmp_path / "math.executed.html").read_text()
+    assert 'id="agentcell-math-module"' in html
+    executed = nbformat.read(tmp_path / "math.executed.ipynb", as_version=4)
+    executed.cells = executed.cells[:2]  # the page of the turn without math: no KaTeX in it
+    without_math = to_html(executed)
+    assert 'id="agentcell-math-module"' not in without_math and 'id="agentcell-turn-module"' in without_math
+    assert len(without_math) < len(html) - 500_000
+
+    fetched: list[str] = []
+
+    def offline(route: Route) -> None:
+        if route.request.url.startswith(("file:", "blob:", "data:")):
+            route.continue_()
+        else:
+            fetched.append(route.request.url)
+            route.abort()
+
+    page.route("**/*", offline)
+    page.goto((tmp_path / "math.executed.html").as_uri())
+    views = page.locator(".agentcell-turn")
+    expect(views).to_have_count(2)
+    expect(views.nth(0).locator(".ac-message")).to_have_text("It costs $5 and $6, no math.")
+    expect(views.nth(1).locator(".ac-math .katex-html").first).to_be_visible()
+    expect(views.nth(1).locator(".ac-math-display .katex-display")).to_be_visible()
+    family = views.nth(1).locator(".katex .mathnormal").first.evaluate("e => getComputedStyle(e).fontFamily")
+    assert "KaTeX_Math" in family
+    assert fetched == []
+    screenshot(page, "html-page-math")
