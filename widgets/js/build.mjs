@@ -6,7 +6,8 @@
 //   left as imports), then @jupyterlab/builder → ../agentcell_widgets/labextension/, the prebuilt
 //   JupyterLab / Notebook 7 extension the wheel installs into share/jupyter/labextensions (lab-core/ tells
 //   the builder which packages the application shares).
-// Run by the Python build (hatch-jupyter-builder) and by `npm run build`; `--watch` rebuilds the widget for ANYWIDGET_HMR=1.
+// Run by the Python build (hatch-jupyter-builder) and by `npm run build`; `--watch` rebuilds the widget's parts
+// (a new kernel and page pick them up: the kernel reads each part once).
 import * as esbuild from "esbuild";
 import { spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
