@@ -59,7 +59,7 @@ def test_a_short_turn_sends_its_own_content_and_ten_turns_do_not_grow(
     assert max(sizes) - min(sizes) <= 1_000, sizes
 
 
-def test_the_page_gets_each_part_once_when_it_asks_and_math_only_when_asked(
+def test_a_loader_asking_for_code_gets_each_part_it_names_and_makes_the_turn_live(
     driver_for: Callable[[str], TurnDriver], tmp_path: Path
 ) -> None:
     marker = tmp_path / "marker"
@@ -68,9 +68,10 @@ def test_the_page_gets_each_part_once_when_it_asks_and_math_only_when_asked(
     turn_bytes(d, "Warm up.")
     d.execute("Touch the marker.")
     d.until(lambda _m: d.comm_id is not None)
-    d.announce()
-    request = d.until_item("widget.approval_request")  # the turn waits for the user: its widget is open
+    # The loader's question comes before its view can say hello, and proves as much: the turn goes live.
     d.send({"type": "code", "part": "turn"})
+    assert d.until_item("widget.live")["approvals"] is True
+    request = d.until_item("widget.approval_request")  # the turn waits for the user: its widget is open
     d.send({"type": "code", "part": "../../etc/passwd"})  # not a part: no answer
     d.send({"type": "code", "part": "math"})
 

@@ -18,6 +18,7 @@ Transport (design.md, "The flow of one cell", step 7):
   views nor one an earlier turn brought asks with ``{"type": "code", "part": "turn" | "math"}``, and the
   renderer answers with the part's module (its styles inside) as the message's buffer
   (:func:`agentcell_widgets.code_part`), so the code crosses the wire once per page, KaTeX only for math.
+  A ``code`` message during the turn proves that comms flow as a hello does.
 * Browser → kernel messages may arrive on the main thread (ipykernel 7.4) or on a subshell thread
   (7.3 with JupyterLab's comms over subshells): the handler only hands them to the kernel's loop
   (kernel-mechanics.md §2).
@@ -246,6 +247,11 @@ class WidgetRenderer:
             start = content.get("from")
             self._send_from(start if isinstance(start, int) and 0 <= start <= len(self._log) else 0)
         elif kind == "code":
+            # The loader asks before its view can say hello (the first turn of a page without the extension
+            # waits for the views): its question proves as well that clicks reach the kernel while the cell runs.
+            if not self._live:
+                self._go_live()
+                self._throttle.changed()
             self._send_code(content.get("part"))
         elif kind == "approval":
             self._answer(content)
