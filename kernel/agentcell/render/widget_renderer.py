@@ -115,6 +115,8 @@ class WidgetRenderer:
             "turn_costs": turn_costs(session),
             "output_price_mtok": output_price_mtok(session),
         }
+        self._code_sent: set[str] = set()
+        """The parts of the widget's code this widget was sent (``code`` messages), each once."""
         self._log: list[dict[str, Any]] = [context]
         """Everything sent to the browser this turn, in order; a view that missed some asks from an index."""
         self._sent = 1  # the context travels in the widget's initial state
@@ -270,7 +272,8 @@ class WidgetRenderer:
         from agentcell_widgets import code_part
 
         module = code_part(part) if isinstance(part, str) else None
-        if module is not None:
+        if module is not None and part not in self._code_sent:  # the loader may ask again: answer once
+            self._code_sent.add(part)
             self.widget.send({"type": "code", "part": part}, buffers=[module])
 
     def _answer(self, content: dict[str, Any]) -> None:

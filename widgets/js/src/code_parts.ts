@@ -60,6 +60,8 @@ export function provide<N extends PartName>(name: N, part: () => Promise<Parts[N
   if (!parts.has(key)) parts.set(key, { promise: part(), asked: new WeakSet(), askedBy: 0 });
 }
 
+const RETRY_MS = 2000;
+
 export interface CodeMessage {
   type: "code";
   part: PartName;
@@ -90,9 +92,11 @@ export function part<N extends PartName>(
     entry.askedBy += 1;
     entry.asked.add(model);
     const done = entry;
+    let retry: ReturnType<typeof setTimeout> | undefined;
     const onMessage = (message: unknown, buffers?: DataView[]): void => {
       const m = message as Partial<CodeMessage> | null;
       if (m?.type !== "code" || m.part !== name) return;
+      clearTimeout(retry);
       model.off("msg:custom", onMessage);
       if (done.arrived) {
         done.arrived = undefined; // the first answer is the one evaluated
@@ -100,7 +104,13 @@ export function part<N extends PartName>(
       }
     };
     model.on("msg:custom", onMessage);
-    model.send({ type: "code", part: name } satisfies CodeMessage);
+    // A message can be lost on its way in (ipykernel 7.3 with comms over subshells, as a hello can): ask
+    // again until an answer starts. The kernel answers each widget once, so a repeat never costs a copy.
+    const ask = (tries: number): void => {
+      model.send({ type: "code", part: name } satisfies CodeMessage);
+      if (tries > 1) retry = setTimeout(() => done.arrived && ask(tries - 1), RETRY_MS);
+    };
+    ask(3);
   }
   return entry.promise as Promise<Parts[N]>;
 }

@@ -2,7 +2,7 @@
  * kernel through one `code` message, whichever turn asks first. */
 
 import type { AnyModel } from "@anywidget/types";
-import { beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { part, provide } from "../src/code_parts";
 
 /** A model whose kernel answers `code` messages as the renderer does: the part's module and CSS as buffers. */
@@ -30,6 +30,10 @@ class KernelModel {
 }
 
 const asModel = (model: KernelModel) => model as unknown as AnyModel;
+
+afterEach(() => {
+  vi.useRealTimers();
+});
 
 // Each test is a fresh page.
 beforeEach(() => {
@@ -73,6 +77,17 @@ describe("the widget's code parts", () => {
     expect(loaded).toBe(pending);
     expect(next.sent).toEqual([{ type: "code", part: "turn" }]);
     expect(await pending).toMatchObject({ js: "module turn" });
+  });
+
+  it("ask again, three times at most, while no answer has come (a question can be lost on its way in)", async () => {
+    vi.useFakeTimers();
+    const silent = new KernelModel(false);
+    void part("turn", asModel(silent));
+    expect(silent.sent).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(silent.sent).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(silent.sent).toHaveLength(3);
   });
 
   it("use the copy the lab extension provided without asking the kernel", async () => {
