@@ -33,18 +33,9 @@ from tests.browser.lab import (  # noqa: E402 - the browser tests' JupyterLab ha
     wait_cell_done,
     write_notebook,
 )
+from tests.widgets.conftest import python_turns  # noqa: E402 - the same turns as the nbclient size test
 
 TURN_MIMETYPE = "application/vnd.agentcell.turn+json"
-
-
-def script(turns: int) -> list[dict[str, object]]:
-    responses: list[dict[str, object]] = []
-    for n in range(turns):
-        code = f"total = sum(range({n + 10}))\nprint(total)"
-        responses.append({"steps": [{"kind": "tool_call", "name": "python", "input": {"code": code}}]})
-        answer = f"The sum of the first {n + 10} numbers is {sum(range(n + 10))}, computed in the notebook."
-        responses.append({"steps": [{"kind": "text", "text": answer}]})
-    return responses
 
 
 def measure(turns: int) -> dict[str, float]:
@@ -54,7 +45,7 @@ def measure(turns: int) -> dict[str, float]:
         env = {"AGENTCELL_DB": str(base / "agentcell.db"), "JUPYTER_DATA_DIR": str(base / "data")}
         with run_lab(base, env=env, defaults=True) as lab, sync_playwright() as playwright:
             script_path = lab.root / "size.script.json"
-            script_path.write_text(json.dumps(script(turns)))
+            script_path.write_text(json.dumps(python_turns(turns)))
             cells = [f"%model scripted:{script_path}"] + [f"Sum the first {n + 10} numbers." for n in range(turns)]
             path = write_notebook(lab, "size.ipynb", cells)
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)

@@ -162,6 +162,17 @@ class TurnDriver:
         self.kc.shell_channel.send(msg)
 
 
+def python_turns(turns: int) -> list[dict[str, Any]]:
+    """Each turn runs the python tool once and answers in a sentence (bench/notebook_size.py's turns)."""
+    responses: list[dict[str, Any]] = []
+    for n in range(turns):
+        code = f"total = sum(range({n + 10}))\nprint(total)"
+        responses.append({"steps": [{"kind": "tool_call", "name": "python", "input": {"code": code}}]})
+        answer = f"The sum of the first {n + 10} numbers is {sum(range(n + 10))}, computed in the notebook."
+        responses.append({"steps": [{"kind": "text", "text": answer}]})
+    return responses
+
+
 def write_script(path: Path, responses: list[dict[str, Any]], pricing: dict[str, float] | None = None) -> str:
     data: Any = {"responses": responses, "pricing": pricing} if pricing else responses
     path.write_text(json.dumps(data))

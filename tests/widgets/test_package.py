@@ -28,10 +28,13 @@ def test_python_and_js_share_one_version() -> None:
 
 
 def test_the_installed_package_has_the_built_bundle() -> None:
-    bundle = (STATIC / "turn.js").read_text()
-    assert bundle.startswith(f"/* agentcell-widgets {agentcell.__version__} */")
-    assert "export" in bundle and (STATIC / "turn.css").stat().st_size > 0
-    assert "unpkg" not in bundle and "jsdelivr" not in bundle  # nothing from a CDN at run time
+    for part in ("loader.js", "turn.js", "math.js"):
+        bundle = (STATIC / part).read_text()
+        assert bundle.startswith(f"/* agentcell-widgets {agentcell.__version__} */")
+        assert "export" in bundle
+        assert "unpkg" not in bundle and "jsdelivr" not in bundle  # nothing from a CDN at run time
+    assert TurnWidget._esm == (STATIC / "loader.js").read_text()  # each turn carries the loader alone
+    assert len(TurnWidget._esm) < 2_000
 
 
 def test_the_widget_rejects_unknown_arguments() -> None:
@@ -49,7 +52,7 @@ def test_the_wheel_carries_the_bundle(tmp_path: Path) -> None:
     )
     (wheel,) = tmp_path.glob("agentcell-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"agentcell_widgets/static/turn.js", "agentcell_widgets/static/turn.css"} <= names
+    assert {f"agentcell_widgets/static/{part}.js" for part in ("loader", "turn", "math")} <= names
     assert "agentcell/render/widget_renderer.py" in names
     assert not [n for n in names if "node_modules" in n or n.startswith("widgets/js")]
     lab = "agentcell-0.1.0.data/data/share/jupyter/labextensions/agentcell-widgets/"

@@ -10,8 +10,9 @@ from agentcell import __version__
 if TYPE_CHECKING:
     from ._turn import TurnWidget
 
-__all__ = ["STATIC", "TurnWidget", "__version__"]
+__all__ = ["CODE_PARTS", "STATIC", "TurnWidget", "__version__", "code_part"]
 
+from ._code import CODE_PARTS, code_part
 from ._paths import STATIC
 
 

@@ -3,4 +3,5 @@
 from pathlib import Path
 
 STATIC = Path(__file__).parent / "static"
-"""``turn.js`` and ``turn.css``, built by esbuild from ``widgets/js`` (gitignored; shipped in the wheel)."""
+"""``loader.js`` (each turn widget's ``_esm``) and the parts it loads, ``turn.js`` and ``math.js``, built by
+esbuild from ``widgets/js`` (gitignored; shipped in the wheel)."""

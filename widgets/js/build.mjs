@@ -1,12 +1,16 @@
 // Builds the front end into the Python package:
-// - src/widget.ts (and its CSS) → ../agentcell_widgets/static/ for anywidget (the live turn);
+// - ../agentcell_widgets/static/ for anywidget (the live turn): loader.js, the small `_esm` every turn's widget
+//   carries, and the parts it loads once per page (src/code_parts.ts): turn.js (src/turn_part.ts, the fold and
+//   views) and math.js (KaTeX and its fonts), each with its CSS inside, which the kernel sends when asked;
 // - src/lab/ → lib/lab/ (esbuild: the fold, the views and their libraries bundled; JupyterLab's own packages
 //   left as imports), then @jupyterlab/builder → ../agentcell_widgets/labextension/, the prebuilt
 //   JupyterLab / Notebook 7 extension the wheel installs into share/jupyter/labextensions (lab-core/ tells
 //   the builder which packages the application shares).
-// Run by the Python build (hatch-jupyter-builder) and by `npm run build`; `--watch` rebuilds the widget for ANYWIDGET_HMR=1.
+// Run by the Python build (hatch-jupyter-builder) and by `npm run build`; `--watch` rebuilds the widget's parts
+// (a new kernel and page pick them up: the kernel reads each part once).
 import * as esbuild from "esbuild";
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
 import { copyFileSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -32,9 +36,9 @@ const common = {
 // The left-out font formats leave empty `url()` sources behind; drop them so nothing asks for the page.
 const dropEmptyFontUrls = (css) => css.replaceAll(/,url\(\) format\("(woff|truetype)"\)/g, "");
 
-// The lab bundle takes CSS as text (style.ts injects it), which would leave KaTeX's `url(fonts/…)` pointing
-// at the page. Its stylesheet is bundled here with the fonts inlined, as in the widget's turn.css, and handed
-// over as that text.
+// Both bundles take CSS as text (injected by the module that imports it), which would leave KaTeX's
+// `url(fonts/…)` pointing at the page. Its stylesheet is bundled here with the fonts inlined and handed over
+// as that text.
 const katexCssInlined = {
   name: "katex-css-inlined",
   setup(build) {
@@ -53,26 +57,44 @@ const katexCssInlined = {
   },
 };
 
-const widget = { ...common, entryPoints: { turn: "src/widget.ts" }, outdir: "../agentcell_widgets/static" };
-const lab = {
+const staticDir = "../agentcell_widgets/static";
+// Each part is one module that injects its own styles (CSS as text, KaTeX's with its fonts inlined).
+const widget = {
+  ...common,
+  entryPoints: { turn: "src/turn_part.ts", math: "src/math_part.ts" },
+  outdir: staticDir,
+  loader: { ...common.loader, ".css": "text" },
+  plugins: [katexCssInlined],
+};
+// The build id the loader and the lab extension key the parts by (src/code_parts.ts).
+const buildId = () => {
+  const digest = createHash("sha256");
+  for (const name of ["turn.js", "math.js"]) digest.update(readFileSync(join(here, staticDir, name)));
+  return JSON.stringify(digest.digest("hex").slice(0, 16));
+};
+const loader = (id) => ({ ...common, entryPoints: { loader: "src/loader.ts" }, outdir: staticDir, define: { __AGENTCELL_BUILD__: id } });
+const lab = (id) => ({
   ...common,
   entryPoints: { mime: "src/lab/mime.ts", plugins: "src/lab/plugins.ts" },
   outdir: "lib/lab",
+  define: { __AGENTCELL_BUILD__: id },
+  // KaTeX goes into a chunk of its own (src/math_part.ts), which webpack loads the first time a turn has math.
+  splitting: true,
   // Webpack (the labextension build) resolves these to the running JupyterLab's shared copies.
   external: ["@jupyterlab/*", "@lumino/*", "@codemirror/*"],
   loader: { ...common.loader, ".css": "text" },
   plugins: [katexCssInlined],
   minify: false, // webpack minifies the federated bundle
-};
+});
 
 if (process.argv.includes("--watch")) {
   const context = await esbuild.context(widget);
   await context.watch();
 } else {
   const widgetBuild = await esbuild.build(widget);
-  const css = new URL("../agentcell_widgets/static/turn.css", import.meta.url);
-  writeFileSync(css, dropEmptyFontUrls(readFileSync(css, "utf8")));
-  const labBuild = await esbuild.build(lab);
+  const id = buildId();
+  await esbuild.build(loader(id));
+  const labBuild = await esbuild.build(lab(id));
   // Kept for tests/widgets/test_licenses.py, which checks each bundled package has its license listed.
   writeFileSync(join(here, "lib", "metafile.json"), JSON.stringify([widgetBuild.metafile, labBuild.metafile]));
   // The federated bundle JupyterLab loads (remoteEntry.*.js), made by JupyterLab's own builder.

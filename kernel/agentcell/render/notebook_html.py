@@ -10,13 +10,16 @@ The page loads nothing from a CDN. nbconvert's lab page would fetch require.js, 
 widget manager from public CDNs; ours renders the saved anywidgets itself (``offline_widgets.js``: each
 carries its ES module and CSS in its state) and leaves math as its LaTeX source and mermaid diagrams as
 their text. Widgets of other kinds show their fallbacks. A finished turn's output is its bundle, not a
-widget: the page carries the turn widget's module once and draws each turn from its saved bundle with it
-(``offline_turns.js``); without JavaScript the HTML fallback shows.
+widget: the page carries the turn widget's views once and draws each turn from its saved bundle with them
+(``offline_turns.js``), and KaTeX (with its fonts) only when a turn may have math; without JavaScript the HTML
+fallback shows.
 """
 
 from __future__ import annotations
 
 import base64
+import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,11 @@ from ..errors import ConfigurationError
 __all__ = ["TEMPLATES", "to_html", "write_html"]
 
 TEMPLATES = Path(__file__).with_name("templates")
+
+_MAYBE_MATH = re.compile(r"\$\$|\\\\[(\[]|\$(?!\s)[^$\n]+?(?<!\s)\$(?!\d)")
+"""What the views' Markdown would typeset (widgets/js/src/math.ts), loosely, in a bundle's JSON (where a TeX
+backslash is doubled): ``$$``, ``\\[``, ``\\(``, or ``$x$`` not followed by a digit. A false match costs
+the page KaTeX's bytes; a miss would leave that math as its TeX source."""
 
 
 def to_html(nb: Any) -> str:
@@ -36,20 +44,23 @@ def to_html(nb: Any) -> str:
         extra_template_basedirs=[str(TEMPLATES)], template_name="agentcell_html"
     )
     resources: dict[str, Any] = {}
-    if _has_turns(nb):
-        from agentcell_widgets import STATIC
+    turns = _turns(nb)
+    if turns:
+        from agentcell_widgets import code_part
 
-        # base64: the module's text could hold "</script" and end the element that carries it.
-        resources["agentcell_turn_js"] = base64.b64encode((STATIC / "turn.js").read_bytes()).decode()
-        resources["agentcell_turn_css"] = base64.b64encode((STATIC / "turn.css").read_bytes()).decode()
+        # base64: a module's text could hold "</script" and end the element that carries it.
+        resources["agentcell_turn_js"] = base64.b64encode(code_part("turn") or b"").decode()
+        if any(_MAYBE_MATH.search(json.dumps(turn.get("events", []))) for turn in turns):
+            resources["agentcell_math_js"] = base64.b64encode(code_part("math") or b"").decode()
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     return str(body)
 
 
-def _has_turns(nb: Any) -> bool:
+def _turns(nb: Any) -> list[dict[str, Any]]:
     from .renderer import TURN_MIMETYPE
 
-    return any(TURN_MIMETYPE in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
+    outputs = [o.get("data", {}) for c in nb.cells for o in c.get("outputs", [])]
+    return [data[TURN_MIMETYPE] for data in outputs if isinstance(data.get(TURN_MIMETYPE), dict)]
 
 
 def write_html(nb: Any, path: Path) -> None:

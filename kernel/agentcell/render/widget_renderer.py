@@ -14,6 +14,11 @@ Transport (design.md, "The flow of one cell", step 7):
   hello waits up to ``HELLO_GRACE`` seconds from the start of the turn (the view may still be loading);
   without a hello by then (nbclient, a console, ipykernel 7.3 with comms-over-subshells off) it is refused
   unasked, as the permission preset says, and the tool card says so.
+* The widget carries only a loader as its ``_esm``: a page that has neither the lab extension's copy of the
+  views nor one an earlier turn brought asks with ``{"type": "code", "part": "turn" | "math"}``, and the
+  renderer answers with the part's module (its styles inside) as the message's buffer
+  (:func:`agentcell_widgets.code_part`), so the code crosses the wire once per page, KaTeX only for math.
+  A ``code`` message during the turn proves that comms flow as a hello does.
 * Browser → kernel messages may arrive on the main thread (ipykernel 7.4) or on a subshell thread
   (7.3 with JupyterLab's comms over subshells): the handler only hands them to the kernel's loop
   (kernel-mechanics.md §2).
@@ -110,6 +115,8 @@ class WidgetRenderer:
             "turn_costs": turn_costs(session),
             "output_price_mtok": output_price_mtok(session),
         }
+        self._code_sent: set[str] = set()
+        """The parts of the widget's code this widget was sent (``code`` messages), each once."""
         self._log: list[dict[str, Any]] = [context]
         """Everything sent to the browser this turn, in order; a view that missed some asks from an index."""
         self._sent = 1  # the context travels in the widget's initial state
@@ -182,11 +189,7 @@ class WidgetRenderer:
         else:
             display(bundle, raw=True, display_id=turn_display_id(self._opening_id), update=True)
             self._displays.shown(self._opening_id, bundle)
-        # Its layout is a widget too (ipywidgets' DOMWidget): close both, so no front end keeps or saves either.
-        layout = getattr(self.widget, "layout", None)
-        self.widget.close()
-        if layout is not None:
-            layout.close()
+        self.widget.close()  # it has no layout widget to close with it (TurnWidget.layout)
 
     # ------------------------------------------------------------------------------------------ approvals
 
@@ -245,6 +248,13 @@ class WidgetRenderer:
                 self._go_live()
             start = content.get("from")
             self._send_from(start if isinstance(start, int) and 0 <= start <= len(self._log) else 0)
+        elif kind == "code":
+            # The loader asks before its view can say hello (the first turn of a page without the extension
+            # waits for the views): its question proves as well that clicks reach the kernel while the cell runs.
+            if not self._live:
+                self._go_live()
+                self._throttle.changed()
+            self._send_code(content.get("part"))
         elif kind == "approval":
             self._answer(content)
         elif kind == "stop":
@@ -257,6 +267,14 @@ class WidgetRenderer:
             with contextlib.suppress(InvalidInputError):
                 if isinstance(text, str) and text.strip():
                     self._session.steer(text.strip())
+
+    def _send_code(self, part: object) -> None:
+        from agentcell_widgets import code_part
+
+        module = code_part(part) if isinstance(part, str) else None
+        if module is not None and part not in self._code_sent:  # the loader may ask again: answer once
+            self._code_sent.add(part)
+            self.widget.send({"type": "code", "part": part}, buffers=[module])
 
     def _answer(self, content: dict[str, Any]) -> None:
         from ..errors import InvalidInputError

@@ -143,7 +143,7 @@ export function enhance(el: Element): void {
     placeholder.textContent = `🖼 ${alt || "image"} (not loaded: a linked image)`;
     img.replaceWith(placeholder);
   }
-  typeset(el);
+  void typeset(el);
 }
 
 /** Top-level tokens with their source, for rendering a growing text piece by piece. */

@@ -1,17 +1,41 @@
 /**
  * Math in the model's Markdown: `$…$` and `\(…\)` inline, `$$…$$` and `\[…\]` as display blocks. The
  * tokenizers keep the TeX source as it was written (Markdown's backslash escapes would eat `\,`), the
- * sanitised HTML carries it as text in an `.ac-math` element, and `typeset` hands that text to the bundled
- * KaTeX once the HTML is in the page. KaTeX runs with `trust: false`, so TeX cannot add links, classes or
- * styles of its own; its output goes into the DOM directly because DOMPurify would strip the inline styles
- * KaTeX's layout needs.
+ * sanitised HTML carries it as text in an `.ac-math` element, and `typeset` hands that text to KaTeX once
+ * the HTML is in the page. KaTeX runs with `trust: false`, so TeX cannot add links, classes or styles of its
+ * own; its output goes into the DOM directly because DOMPurify would strip the inline styles KaTeX's layout
+ * needs.
+ *
+ * KaTeX and its fonts (a third of a megabyte) are not part of the views' bundle: whoever hosts the views
+ * says where to get them (`setMathLoader`: the lab extension's own chunk, the kernel through the live
+ * widget, the `--html` page's copy), and they load the first time a reply has math.
  */
 
-import katex from "katex";
-// With the module that typesets, so any bundle of the views (the widget, a JupyterLab renderer) has KaTeX's
-// layout and fonts; the fonts travel inside the CSS (see build.mjs).
-import "katex/dist/katex.min.css";
+import type katex from "katex";
 import type { MarkedExtension, Tokens } from "marked";
+
+export type KatexLike = Pick<typeof katex, "render">;
+
+let loader: (() => Promise<KatexLike>) | undefined;
+let loading: Promise<KatexLike> | undefined;
+let loaded: KatexLike | undefined;
+
+/** Where KaTeX comes from in this page; until one is set, math shows as its TeX source. A new loader is
+ * asked the next time math needs KaTeX, if it has not come yet (the live widget's question may have gone
+ * through a turn that ended before its answer). */
+export function setMathLoader(load: () => Promise<KatexLike>): void {
+  loader = load;
+  if (!loaded) loading = undefined;
+}
+
+function mathEngine(): Promise<KatexLike> | undefined {
+  if (!loading && loader) {
+    const started = loader().then((engine) => (loaded = engine));
+    loading = started;
+    started.catch(() => loading === started && (loading = undefined)); // the next reply with math tries again
+  }
+  return loading;
+}
 
 const MATH = "ac-math";
 
@@ -75,8 +99,21 @@ export const mathExtension: MarkedExtension = {
   ],
 };
 
-/** Typeset every `.ac-math` element under `root` that is not typeset yet (its text is the TeX source). */
-export function typeset(root: Element): void {
+/** Typeset every `.ac-math` element under `root` that is not typeset yet (its text is the TeX source): at
+ * once when KaTeX is here, else once it has loaded (the promise settles then; it never rejects). */
+export function typeset(root: Element): Promise<void> | undefined {
+  if (!root.querySelector(`.${MATH}:not([data-typeset])`)) return undefined;
+  if (loaded) {
+    typesetWith(loaded, root);
+    return undefined;
+  }
+  return mathEngine()?.then(
+    (engine) => typesetWith(engine, root),
+    () => undefined, // math stays as its TeX source
+  );
+}
+
+function typesetWith(katex: KatexLike, root: Element): void {
   for (const el of root.querySelectorAll<HTMLElement>(`.${MATH}:not([data-typeset])`)) {
     const tex = el.textContent ?? "";
     const display = el.classList.contains("ac-math-display");

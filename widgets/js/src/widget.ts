@@ -4,10 +4,12 @@
  * with `hello`: the kernel offers approvals and Stop only once a view has said so during the turn.
  * Browser → kernel traffic is custom messages only (`model.send`): synced traits would be lost during a
  * running cell on ipykernel 7.4 (shared/reference/kernel-mechanics.md §2).
+ *
+ * A page gets this code once, from the lab extension or from the kernel (`turn_part.ts`), through the small
+ * loader each turn's widget carries (`loader.ts`).
  */
 
 import type { AnyModel, InitializeProps, RenderProps } from "@anywidget/types";
-import "./style.css";
 import { TurnStore } from "./store";
 import type { Item, ItemsMessage, OutgoingMessage } from "./types";
 import { TurnView } from "./view/turn";

@@ -3,6 +3,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { fold } from "../src/fold";
 import { renderMarkdown, setRichHtml } from "../src/markdown";
+import { setMathLoader, typeset } from "../src/math";
 import type { Item } from "../src/types";
 import { LONG_REPLY_CHARS, TurnView, cellSource } from "../src/view/turn";
 import { context, idle, message, resetClock, running } from "./items";
@@ -31,8 +32,29 @@ describe("replies", () => {
     expect(el.querySelector(".ac-md-part, table")?.tagName).toBe("TABLE");
   });
 
-  it("typesets inline and display math with the bundled KaTeX, keeping TeX's own backslashes", () => {
+  it("keeps math as its TeX source until the page says where KaTeX is, then loads KaTeX once", async () => {
+    const before = rich("Energy: $E = mc^2$.");
+    expect(before.querySelector(".ac-math")?.hasAttribute("data-typeset")).toBe(false);
+    expect(before.textContent).toContain("E = mc^2");
+    let loads = 0;
+    setMathLoader(() => {
+      loads += 1;
+      return import("katex").then((katex) => katex.default);
+    });
+    expect(rich("No math here, and $5 is a price.").querySelector(".ac-math")).toBeNull();
+    expect(loads).toBe(0); // a reply without math loads nothing
+    const first = rich("Now $x^2$.");
+    await typeset(first);
+    expect(first.querySelector(".ac-math .katex")).not.toBeNull();
+    const second = rich("And $y^2$."); // typeset at once: KaTeX is here
+    expect(second.querySelector(".ac-math .katex")).not.toBeNull();
+    expect(loads).toBe(1);
+  });
+
+  it("typesets inline and display math with KaTeX, keeping TeX's own backslashes", async () => {
+    setMathLoader(() => import("katex").then((katex) => katex.default));
     const el = rich("Energy: $E = mc^2$, a thin space $a\\,b$.\n\n$$\\int_0^1 x\\,dx = \\frac{1}{2}$$\n\nAnd \\(x^2\\) too.");
+    await typeset(el);
     const maths = [...el.querySelectorAll(".ac-math")];
     expect(maths.length).toBe(4);
     for (const m of maths) {

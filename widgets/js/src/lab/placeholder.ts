@@ -7,7 +7,7 @@
 import type { JupyterFrontEnd, JupyterFrontEndPlugin } from "@jupyterlab/application";
 import { INotebookTracker, type NotebookPanel } from "@jupyterlab/notebook";
 import css from "./placeholder.css";
-import { injectStyle } from "./inject_style";
+import { injectStyle } from "../inject_style";
 
 export const AGENTCELL_NOTEBOOK = "agentcell-notebook";
 

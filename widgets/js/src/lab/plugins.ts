@@ -2,9 +2,10 @@
 
 import { approvalNoticePlugin } from "./approval_notice";
 import { insertCellPlugin } from "./insert_cell";
+import { liveViewsPlugin } from "./live_views";
 import { notebookIdPlugin } from "./notebook_id";
 import { placeholderPlugin } from "./placeholder";
 import { pythonCellsPlugin } from "./python_cells";
 import { staleTurnsPlugin } from "./stale";
 
-export default [approvalNoticePlugin, insertCellPlugin, notebookIdPlugin, placeholderPlugin, pythonCellsPlugin, staleTurnsPlugin];
+export default [approvalNoticePlugin, insertCellPlugin, liveViewsPlugin, notebookIdPlugin, placeholderPlugin, pythonCellsPlugin, staleTurnsPlugin];

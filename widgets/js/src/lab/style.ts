@@ -1,13 +1,14 @@
 /**
- * A saved turn's look: the widget's stylesheet after KaTeX's own (its fonts inlined by build.mjs), so its
- * math is typeset as the live widget's.
+ * A turn's look in JupyterLab / Notebook 7: the widget's stylesheet and the lab's own. KaTeX is not in it:
+ * its chunk (`../math_part.ts`) loads, with its styles, the first time a turn has math.
  */
 
-import katexCss from "katex/dist/katex.min.css";
 import css from "../style.css";
-import { injectStyle } from "./inject_style";
+import { injectStyle } from "../inject_style";
+import { setMathLoader } from "../math";
 import extra from "./lab.css";
 
 export function ensureStyle(): void {
-  injectStyle("turn", `${katexCss}\n${css}\n${extra}`);
+  injectStyle("turn", `${css}\n${extra}`);
+  setMathLoader(() => import("../math_part").then((math) => math.default));
 }

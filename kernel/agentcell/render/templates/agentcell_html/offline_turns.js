@@ -1,12 +1,15 @@
-// Draws each finished turn of the page with the turn widget's own module (carried once per page, base64, in
-// #agentcell-turn-module), from the bundle saved beside its HTML fallback: nothing fetched, nothing sent.
+// Draws each finished turn of the page with the turn widget's own views (carried once per page, base64, in
+// #agentcell-turn-module, with their styles), from the bundle saved beside its HTML fallback: nothing
+// fetched, nothing sent. KaTeX (#agentcell-math-module, there when a turn may have math) is evaluated only
+// when a turn's Markdown has math.
 {
   const text = (id) => new TextDecoder().decode(Uint8Array.from(atob(document.getElementById(id).textContent.trim()), (c) => c.charCodeAt(0)));
-  const url = URL.createObjectURL(new Blob([text("agentcell-turn-module")], { type: "text/javascript" }));
-  const widget = (await import(url)).default;
-  const style = document.createElement("style");
-  style.textContent = text("agentcell-turn-css");
-  document.head.append(style);
+  const load = (id) => import(URL.createObjectURL(new Blob([text(id)], { type: "text/javascript" })));
+  const turn = await load("agentcell-turn-module");
+  if (document.getElementById("agentcell-math-module")) {
+    turn.setMathLoader(() => load("agentcell-math-module").then((math) => math.default));
+  }
+  const widget = turn.default;
   for (const saved of document.querySelectorAll('script[type="application/vnd.agentcell.turn+json"]')) {
     try {
       const bundle = JSON.parse(saved.textContent);
