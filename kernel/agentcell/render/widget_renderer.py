@@ -271,8 +271,9 @@ class WidgetRenderer:
     def _send_code(self, part: object) -> None:
         from agentcell_widgets import code_part
 
-        module = code_part(part) if isinstance(part, str) else None
-        if module is not None and part not in self._code_sent:  # the loader may ask again: answer once
+        if not isinstance(part, str) or (module := code_part(part)) is None:
+            return
+        if part not in self._code_sent:  # the loader may ask again: answer once
             self._code_sent.add(part)
             self.widget.send({"type": "code", "part": part}, buffers=[module])
 

@@ -101,7 +101,7 @@ def _carry_into_threads() -> None:
             thread.run = run_confined  # type: ignore[method-assign]
         start(thread)
 
-    threading.Thread.start = start_confined  # type: ignore[method-assign]
+    threading.Thread.start = start_confined  # type: ignore[method-assign,assignment]
 
 
 @contextlib.contextmanager
