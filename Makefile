@@ -53,8 +53,10 @@ $(IK73)/.stamp: pyproject.toml
 
 # With 7.3 also the widget's comm paths: its transport over ZMQ, and approvals/Stop in JupyterLab with
 # comms over subshells on and off (the rest of the browser tests run once, on 7.4, in `make pytest`).
+# The quickstart's local-model runs exercise llama.cpp, not comm dispatch: they run once, in `make pytest`.
 pytest-ipykernel73: $(IK73)/.stamp js
-	$(IK73)/bin/pytest tests/kernel tests/widgets/test_transport.py tests/browser/test_comms_matrix.py -p no:cacheprovider
+	$(IK73)/bin/pytest tests/kernel tests/widgets/test_transport.py tests/browser/test_comms_matrix.py -p no:cacheprovider \
+		--ignore=tests/kernel/test_quickstart.py
 
 # jupyter-ai-acp-client pins agent-client-protocol<0.12: the ACP tests again with `agentcell acp` on the SDK
 # 0.11.1 (first on the agent's path; the tests' client, an editor, keeps 0.12). One small package, no second
