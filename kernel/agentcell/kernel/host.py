@@ -249,15 +249,16 @@ class NotebookAgent:
         notebook's first cell runs in this kernel)."""
         self.identity.adopt(notebook_id)
 
-    def identify_notebook(self, notebook_id: str | None = None) -> NotebookIdentityAnswer:
-        """What a front end asks before a notebook's first cell runs in this kernel (a user expression): the
-        notebook's session is looked up (a copy forks), and the answer is the id the notebook must carry
-        and what to tell the user."""
-        self.identity.adopt(notebook_id)
+    def identify_notebook(self, notebook_id: str | None = None, path: str | None = None) -> NotebookIdentityAnswer:
+        """What a front end asks before a notebook's cells run, and when it is renamed (a user expression,
+        with the notebook's id and its path under the server's root): the notebook's session is looked up
+        (a copy forks), and the answer is the id the notebook must carry and what to tell the user."""
+        self.identity.adopt(notebook_id, path)
         if self._session is None:  # looked up now, so a copy forks before its first cell; the notices go back
             self._session = self._notebook_session()
         else:
             self.identity.claim(self.engine.store, self._session)
+            self.identity.follow(self.engine.store, self._session)
         return NotebookIdentityAnswer(self.identity.notebook_id, self.identity.take_notices())
 
     # ------------------------------------------------------------------------------------------ agent edits

@@ -166,6 +166,9 @@ class NotebookIdentity:
         self.notebook_path = notebook_path
         """The path the server gave the kernel (``JPY_SESSION_NAME``, or VS Code's ``__vsc_ipynb_file__``)."""
         self._said: str | None = None
+        self._said_path: str | None = None
+        self._root: Path | None = None
+        """The server's root, once the front end's path and the server's tell it."""
         self.notebook_id: str | None = None
         """The id the notebook should carry, once looked up (a forked copy's new one); None before, and for a
         notebook without an id."""
@@ -174,13 +177,39 @@ class NotebookIdentity:
 
     @property
     def file(self) -> Path | None:
+        if self._root is not None and self._said_path is not None:
+            return self._root / self._said_path
         return notebook_file(self.notebook_path) if self.notebook_path else None
 
-    def adopt(self, notebook_id: str | None) -> None:
-        """The front end's word for the notebook's id (unsaved, it is newer than the file's)."""
-        if notebook_id and notebook_id != self._said:
-            self._said = notebook_id
+    def adopt(self, notebook_id: str | None, path: str | None = None) -> None:
+        """The front end's word for the notebook's id (unsaved, it is newer than the file's) and its path
+        relative to the server's root (a notebook renamed since its kernel started has a new one)."""
+        if path:
+            self._adopt_path(path)
+        if not notebook_id or notebook_id == self._said:
+            return
+        self._said = notebook_id
+        if notebook_id != self.notebook_id:
             self.notebook_id = None  # looked up again at the next session lookup
+
+    def _adopt_path(self, path: str) -> None:
+        if self._root is None and self.notebook_path:
+            # The server's path is the root joined with the front end's path when the kernel started.
+            started, said = Path(self.notebook_path), Path(path)
+            if started.is_absolute() and started.parts[-len(said.parts) :] == said.parts:
+                self._root = Path(*started.parts[: -len(said.parts)])
+        self._said_path = path
+
+    def follow(self, store: Store, session: Session) -> None:
+        """The notebook was renamed or moved while its kernel runs (the front end said a new path): the
+        index learns where it is now, so a copy made later is told from it."""
+        from ..store import notebooks as index
+
+        if self.notebook_id is None or self.file is None:
+            return
+        record = index.get_notebook(store, self.notebook_id)
+        if record is not None and record.session_id == session.id and record.path != str(self.file):
+            index.put_notebook(store, self.notebook_id, index.record(session.id, str(self.file), notebook_user()))
 
     def take_notices(self) -> list[str]:
         notices, self.notices = self.notices, []
