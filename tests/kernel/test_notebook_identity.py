@@ -14,6 +14,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from agentcell.kernel.notebook_id import session_of_notebook
+from agentcell.store import open_store
+
 from .conftest import execute, running_kernel
 from .echo_server import EchoServer, echo_server
 from .notebook_files import identify, save_notebook, saved_id
@@ -132,6 +135,20 @@ def test_a_copy_forks_at_the_last_turn_it_shows_and_the_two_diverge(
         assert identify(kc, own_id) == {"notebook_id": own_id, "notices": []}
         execute(kc, "after the move")
     assert _users(server)[-2:] == ["copy again", "after the move"]
+    # What a listing (ACP's session/list) finds for each file: its own session.
+    store = open_store(kernel_env["AGENTCELL_DB"])
+    try:
+        assert session_of_notebook(store, moved / "mine.ipynb") == _saved_session(moved / "mine.ipynb")
+        assert session_of_notebook(store, daily) == _saved_session(daily)
+        assert _saved_session(daily) != _saved_session(moved / "mine.ipynb")
+    finally:
+        store.close()
+
+
+def _saved_session(path: Path) -> str:
+    """The session of the first turn the saved notebook shows."""
+    outputs = [o for cell in nbformat.read(path, as_version=4).cells for o in cell.get("outputs", [])]
+    return str(outputs[0]["data"]["application/vnd.agentcell.turn+json"]["events"][0]["session_id"])
 
 
 def test_a_copy_without_the_extension_forks_too(kernel_env: dict[str, str], tmp_path: Path, server: EchoServer) -> None:

@@ -56,6 +56,7 @@ __all__ = [
     "notebook_user",
     "read_saved",
     "saved_notebook_id",
+    "session_of_notebook",
 ]
 
 log = logging.getLogger(__name__)
@@ -313,7 +314,10 @@ class NotebookIdentity:
         session's turns, or none yet (or there is no file: a console, a kernel started by a script)."""
         if not self.notebook_path:
             return None
-        session_id = engine.store.get_value(_path_key(self.notebook_path))
+        store = engine.store
+        session_id = store.get_value(_path_key(self.notebook_path)) or store.get_value(
+            _legacy_path_key(self.notebook_path)
+        )
         if session_id is None or (record := engine.store.get_session(session_id)) is None:
             return None
         saved = read_saved(self.file) if self.file is not None else None
@@ -369,7 +373,27 @@ class NotebookIdentity:
         return forked
 
 
+def session_of_notebook(store: Store, path: Path) -> str | None:
+    """The session the saved notebook at ``path`` is mapped to, as far as the store and the file say without
+    a kernel looking it up (a copy not run since it was made still names its original's): for listings."""
+    from ..store import notebooks as index
+
+    saved = read_saved(path)
+    if saved is not None and saved.notebook_id is not None:
+        own = index.copy_id(store, saved.notebook_id, notebook_user(), str(path)) or saved.notebook_id
+        record = index.get_notebook(store, own)
+        return record.session_id if record is not None else None
+    return store.get_value(_path_key(str(path))) or store.get_value(_legacy_path_key(str(path)))
+
+
 def _path_key(notebook_path: str) -> str:
+    # The user too: on a shared store every hub server may have the same path (/home/jovyan/…).
+    return f"notebook-path:{notebook_user()}\n{notebook_path}"
+
+
+def _legacy_path_key(notebook_path: str) -> str:
+    """Where versions before the notebook index kept a path's session, read still (its session's principal
+    checked) so an upgrade loses no notebook's conversation."""
     return f"notebook:{notebook_path}"
 
 
