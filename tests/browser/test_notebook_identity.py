@@ -174,3 +174,30 @@ def _session_of(path: Path) -> str:
             if events:
                 return str(events[0]["session_id"])
     raise AssertionError(f"{path.name} shows no turn")
+
+
+def test_untitled_reuse_after_a_server_restart(
+    page: Page, tmp_path_factory: pytest.TempPathFactory, server: EchoServer
+) -> None:
+    base = tmp_path_factory.mktemp("restarted-lab")
+    env = lab_env(base) | {
+        "AGENTCELL_MODEL": "claude-sonnet-4-5",
+        "ANTHROPIC_BASE_URL": server.root,
+        "ANTHROPIC_API_KEY": "sk-ant-test",
+    }
+    with run_lab(base, env=env, defaults=True) as lab:
+        daily, daily_id = _daily(page, lab, server, "lab")
+        page.goto("about:blank")
+    with run_lab(base, env=env, defaults=True) as lab:  # the same root and store, a new server
+        write_notebook(lab, "lab/Untitled.ipynb", ["after the restart"])
+        open_notebook(page, lab, "lab/Untitled.ipynb")
+        _run(page, 0)
+        assert _users(server) == ["after the restart"]
+        _shut_down_kernels(page, lab)
+        open_notebook(page, lab, "lab/daily.ipynb")
+        _run(page, 1)
+        assert _users(server) == ["lab daily one", "lab daily two"]
+        page.keyboard.press("Control+s")
+        _wait_saved_with_id(daily)
+        assert _notebook_id(daily) == daily_id
+        _shut_down_kernels(page, lab)

@@ -21,7 +21,7 @@ from .conftest import execute, running_kernel
 from .echo_server import EchoServer, echo_server
 from .notebook_files import identify, save_notebook, saved_id
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]  # several kernels one after another
 
 DAILY_ID = "6f0a3b5c-1d2e-4f60-8a9b-0c1d2e3f4a5b"
 

@@ -13,7 +13,7 @@ from ..kernel.conftest import execute, running_kernel
 from ..kernel.echo_server import EchoServer, echo_server
 from ..kernel.notebook_files import identify, save_notebook
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]  # several kernels one after another
 
 SHARED_ID = "2d1c0b9a-8e7f-4a6b-9c5d-4e3f2a1b0c9d"
 
