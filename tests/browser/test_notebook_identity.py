@@ -34,13 +34,17 @@ def server() -> Iterator[EchoServer]:
 @pytest.fixture(scope="module")
 def claude_lab(tmp_path_factory: pytest.TempPathFactory, server: EchoServer) -> Iterator[Lab]:
     base = tmp_path_factory.mktemp("identity-lab")
-    env = lab_env(base) | {
+    with run_lab(base, env=_claude_env(base, server), defaults=True) as lab:
+        yield lab
+
+
+def _claude_env(base: Path, server: EchoServer) -> dict[str, str]:
+    """The lab's kernels on Claude, served by the loopback Anthropic server."""
+    return lab_env(base) | {
         "AGENTCELL_MODEL": "claude-sonnet-4-5",
         "ANTHROPIC_BASE_URL": server.root,
         "ANTHROPIC_API_KEY": "sk-ant-test",
     }
-    with run_lab(base, env=env, defaults=True) as lab:
-        yield lab
 
 
 def _users(server: EchoServer) -> list[str]:
@@ -180,11 +184,7 @@ def test_untitled_reuse_after_a_server_restart(
     page: Page, tmp_path_factory: pytest.TempPathFactory, server: EchoServer
 ) -> None:
     base = tmp_path_factory.mktemp("restarted-lab")
-    env = lab_env(base) | {
-        "AGENTCELL_MODEL": "claude-sonnet-4-5",
-        "ANTHROPIC_BASE_URL": server.root,
-        "ANTHROPIC_API_KEY": "sk-ant-test",
-    }
+    env = _claude_env(base, server)
     with run_lab(base, env=env, defaults=True) as lab:
         daily, daily_id = _daily(page, lab, server, "lab")
         page.goto("about:blank")
