@@ -109,8 +109,9 @@ def _run(args: argparse.Namespace) -> int:
     if nb is None:
         return 2
     out = Path(args.output).resolve() if args.output else path.with_name(f"{path.stem}.executed.ipynb")
-    # The kernel finds the notebook's session by its path; a headless run starts a fresh conversation
-    # (mapped to the path, so opening the notebook later continues it) unless --continue is given.
+    # The kernel finds the notebook's session by its id (by its path when it has none; a copy forks); a
+    # headless run starts a fresh conversation (the notebook's, so opening it later continues it) unless
+    # --continue is given.
     os.environ["JPY_SESSION_NAME"] = str(path)
     if not args.continue_session:
         os.environ["AGENTCELL_NEW_SESSION"] = "1"

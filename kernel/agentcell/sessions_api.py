@@ -111,6 +111,24 @@ class SessionsAPI:
         with self._lock:
             return self._handles.setdefault(session_id, session)
 
+    def fork(
+        self,
+        session_id: str,
+        *,
+        up_to: str | None = None,
+        title: str | None = None,
+        principal: Principal | dict[str, Any] | None = None,
+    ) -> Session:
+        """A new session that starts as a copy of ``session_id``'s log (up to and with the event ``up_to``,
+        else all of it) and goes on by itself: same agent version, settings, budget and spend, "always"
+        rules and history, a new id. ``title`` and ``principal`` replace the original's when given."""
+        from .session_fork import fork_record
+
+        check_title(title)
+        whom = Principal.model_validate(principal) if isinstance(principal, dict) else principal
+        record = fork_record(self._engine.store, session_id, up_to=up_to, title=title, principal=whom)
+        return self.get(record.id)
+
     def list(self) -> list[Session]:
         """Every session, oldest first."""
         return [self.get(record.id) for record in self._engine.store.list_sessions()]

@@ -13,6 +13,7 @@ import nbformat
 import pytest
 
 from agentcell.kernel.kernelspec import kernel_json
+from agentcell.kernel.notebook_id import notebook_user
 
 pytestmark = pytest.mark.slow
 
@@ -58,14 +59,15 @@ def test_run_executes_every_cell_and_writes_the_notebook(kernel_env: dict[str, s
     assert executed.cells[1].outputs[0]["data"]["text/plain"] == "3"
     assert "input tokens" in executed.cells[2].outputs[0]["data"]["text/markdown"]
     conn = sqlite3.connect(kernel_env["AGENTCELL_DB"])
-    mapped = conn.execute("SELECT value FROM kv WHERE key = ?", (f"notebook:{nb}",)).fetchone()
+    path_key = f"notebook-path:{notebook_user()}\n{nb}"  # a notebook without an id: its user's, by its path
+    mapped = conn.execute("SELECT value FROM kv WHERE key = ?", (path_key,)).fetchone()
     conn.close()
     assert mapped is not None  # the notebook's session is remembered by its path
 
     again = _run("run", str(nb), "-o", str(out), "--model", "scripted", env=kernel_env)
     assert again.returncode == 0
     conn = sqlite3.connect(kernel_env["AGENTCELL_DB"])
-    remapped = conn.execute("SELECT value FROM kv WHERE key = ?", (f"notebook:{nb}",)).fetchone()
+    remapped = conn.execute("SELECT value FROM kv WHERE key = ?", (path_key,)).fetchone()
     conn.close()
     assert remapped != mapped  # a headless re-run starts a fresh conversation
 

@@ -1,9 +1,9 @@
 """``session/list``: the sessions of the shared store that belong to a directory, newest first.
 
 A session opened over ACP records its ``cwd`` in its metadata. A notebook's session does not know its
-directory, but the kernel maps the notebook's absolute path to it (``notebook:<path>`` in the store), so
-the notebooks under the directory asked about are looked up (a few levels deep): each mapped one is listed
-with its folder. Without a ``cwd`` only the sessions that recorded one are listed.
+directory, but the store's notebook index maps the notebook (its id, or its path when it has none) to it
+(``kernel/notebook_id.py``), so the notebooks under the directory asked about are looked up (a few levels
+deep): each mapped one is listed with its folder. Without a ``cwd`` only the sessions that recorded one are listed.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from acp.schema import ListSessionsResponse, SessionInfo
 
+from ..kernel.notebook_id import session_of_notebook
 from .content import invalid_params
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ def notebook_sessions(engine: Engine, root: Path) -> dict[str, Path]:
             seen += 1
             if seen > _MAX_NOTEBOOKS:
                 return found
-            session_id = engine.store.get_value(f"notebook:{Path(directory) / name}")
+            session_id = session_of_notebook(engine.store, Path(directory) / name)
             if session_id:
                 found[session_id] = Path(directory)
     return found

@@ -4,10 +4,16 @@ A turn belongs to the cell that ran it (re-running a cell replaces its turn on t
 and Notebook 7 put ``cellId`` in each execute request's metadata; nbclient sends none, so this client adds
 it. A notebook saved before nbformat 4.5 has no cell ids: each cell gets a stable one from its position, so
 ``agentcell run --continue`` of the same notebook redoes its turns instead of appending them.
+
+Before the first cell it asks the kernel which id the notebook carries, as agentcell's JupyterLab extension
+does (``kernel/notebook_id.py``): a copy of another notebook forks that one's session rather than joining it,
+gets an id of its own in the written notebook, and the user is told on stderr.
 """
 
 from __future__ import annotations
 
+import json
+import sys
 from typing import Any
 
 from nbclient import NotebookClient
@@ -41,8 +47,29 @@ class CellIdNotebookClient(NotebookClient):
 
     async def async_start_new_kernel_client(self) -> Any:
         kc: Any = await super().async_start_new_kernel_client()
+        await self._identify(kc)
         kc.execute = self._execute_with_cell_id
         return kc
+
+    async def _identify(self, kc: Any) -> None:
+        section = self.nb.metadata.get("agentcell", {})
+        said = section.get("notebook_id") if isinstance(section, dict) else None
+        expression = f"__agentcell__.identify_notebook({json.dumps(said if isinstance(said, str) else None)})"
+        content = {"code": "", "silent": True, "store_history": False, "user_expressions": {"identity": expression}}
+        request = kc.session.msg("execute_request", content)
+        kc.shell_channel.send(request)
+        while True:
+            reply = await kc.get_shell_msg(timeout=self.startup_timeout)
+            if reply["parent_header"].get("msg_id") == request["header"]["msg_id"]:
+                break
+        answer = reply["content"].get("user_expressions", {}).get("identity", {})
+        found = answer.get("data", {}).get("application/json") if answer.get("status") == "ok" else None
+        if not isinstance(found, dict):
+            return  # a kernel that cannot say (not agentcell's): the cells run as they are
+        if isinstance(notebook_id := found.get("notebook_id"), str) and notebook_id != said:
+            self.nb.metadata.setdefault("agentcell", {})["notebook_id"] = notebook_id
+        for notice in found.get("notices", []):
+            print(f"agentcell run: {notice}", file=sys.stderr)
 
     def _execute_with_cell_id(
         self,

@@ -23,6 +23,7 @@ from traitlets.config import Configurable
 
 from ..errors import PermissionChangeRefused, TurnError, TurnInterrupted, UserError
 from ..records.common import CACHE_CHOICES, PERMISSION_PRESETS
+from .notebook_id import NotebookIdentity, NotebookIdentityAnswer, notebook_user
 
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
@@ -171,7 +172,8 @@ class NotebookAgent:
         self.renderer_factory: RendererFactory = self._default_renderer
         self._engine: Engine | None = None
         self._session: Session | None = None
-        self._notebook_id: str | None = None
+        self.identity = NotebookIdentity(self.notebook_path)
+        """Which notebook this is, hence which session is its conversation (see notebook_id.py)."""
         self.last: TurnResult | None = None
         """The latest turn's result."""
         self.next_tool_choice: tuple[str, ...] = ()
@@ -218,26 +220,21 @@ class NotebookAgent:
         return self._session is not None
 
     @property
-    def _mapping_key(self) -> str | None:
-        return f"notebook:{self.notebook_path}" if self.notebook_path else None
-
-    @property
     def session(self) -> Session:
-        """The notebook's session: the one mapped to its path, or a new one."""
+        """The notebook's session: its own (its fork, for a copy), or a new one."""
         if self._session is None:
-            key = self._mapping_key
-            # `agentcell run` asks once; a notebook replayed from its recording starts its conversation afresh
-            replay = self.engine.replay
-            fresh = os.environ.pop("AGENTCELL_NEW_SESSION", "") == "1" or (replay is not None and replay.from_start)
-            session_id = self._mapped_session_id(key) if not fresh else None
-            if session_id is not None and self.engine.store.get_session(session_id) is not None:
-                session = self.engine.sessions.get(session_id)
-                self._session = session if session.status != "terminated" else None
-            if self._session is None:
-                self._session = self.new_session()
-        elif self._notebook_id is None:
-            self._adopt_notebook_id(self._session)
+            self._session = self._notebook_session()
+            for notice in self.identity.take_notices():
+                print(f"agentcell: {notice}")
+        else:
+            self.identity.claim(self.engine.store, self._session)
         return self._session
+
+    def _notebook_session(self) -> Session:
+        # `agentcell run` asks once; a notebook replayed from its recording starts its conversation afresh
+        replay = self.engine.replay
+        fresh = os.environ.pop("AGENTCELL_NEW_SESSION", "") == "1" or (replay is not None and replay.from_start)
+        return self.identity.resolve(self.engine, fresh=fresh) or self.new_session()
 
     def new_session(self, *, agent_id: str | None = None) -> Session:
         """Start afresh (keeping the current agent unless told otherwise) and map the notebook to it."""
@@ -259,6 +256,7 @@ class NotebookAgent:
             title=title,
             budget=self.config.budget or None,
             permissions=self.config.permissions,
+            principal={"type": "user", "name": notebook_user()},  # whose notebook: see notebook_id.py
         )
         self._session = session
         self._remember(session)
@@ -273,40 +271,24 @@ class NotebookAgent:
         return session
 
     def _remember(self, session: Session) -> None:
-        if key := self._mapping_key:
-            self.engine.store.set_value(key, session.id)
-        self._adopt_notebook_id(session, force=True)
-
-    # The notebook's id (metadata.agentcell.notebook_id, see notebook_id.py) maps to its session as its path
-    # does, and wins over the path: a renamed or moved notebook keeps its session.
+        self.identity.remember(self.engine.store, session)
 
     def adopt_notebook_id(self, notebook_id: str) -> None:
-        """The front end's word for the notebook's id (agentcell's JupyterLab extension says it when the
-        kernel starts, before any cell runs, saved or not)."""
-        self._notebook_id = notebook_id
-        if self._session is not None and self.engine.store.get_value(f"notebook-id:{notebook_id}") is None:
-            self.engine.store.set_value(f"notebook-id:{notebook_id}", self._session.id)
+        """The front end's word for the notebook's id (agentcell's JupyterLab extension says it before the
+        notebook's first cell runs in this kernel)."""
+        self.identity.adopt(notebook_id)
 
-    def _mapped_session_id(self, path_key: str | None) -> str | None:
-        from .notebook_id import saved_notebook_id
-
-        self._notebook_id = self._notebook_id or saved_notebook_id(self.notebook_path)
-        store = self.engine.store
-        by_id = store.get_value(f"notebook-id:{self._notebook_id}") if self._notebook_id else None
-        return by_id or (store.get_value(path_key) if path_key else None)
-
-    def _adopt_notebook_id(self, session: Session, *, force: bool = False) -> None:
-        """Map the saved notebook's id to ``session``: at once when the notebook starts or resumes a session
-        (``force``), else once the id first appears (the notebook was saved since the kernel started)."""
-        from .notebook_id import saved_notebook_id
-
-        notebook_id = self._notebook_id or saved_notebook_id(self.notebook_path)
-        if notebook_id is None:
-            return
-        key = f"notebook-id:{notebook_id}"
-        if force or self.engine.store.get_value(key) is None:
-            self.engine.store.set_value(key, session.id)
-        self._notebook_id = notebook_id
+    def identify_notebook(self, notebook_id: str | None = None, path: str | None = None) -> NotebookIdentityAnswer:
+        """What a front end asks before a notebook's cells run, and when it is renamed (a user expression,
+        with the notebook's id and its path under the server's root): the notebook's session is looked up
+        (a copy forks), and the answer is the id the notebook must carry and what to tell the user."""
+        self.identity.adopt(notebook_id, path)
+        if self._session is None:  # looked up now, so a copy forks before its first cell; the notices go back
+            self._session = self._notebook_session()
+        else:
+            self.identity.claim(self.engine.store, self._session)
+            self.identity.follow(self.engine.store, self._session)
+        return NotebookIdentityAnswer(self.identity.notebook_id, self.identity.take_notices())
 
     # ------------------------------------------------------------------------------------------ agent edits
 
