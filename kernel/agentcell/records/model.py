@@ -56,6 +56,11 @@ class ModelConfig(_Model):
     base_url: str | None = None
     prices: ListPrices | None = None
     """List prices to use instead of genai-prices' (a model it does not know has no known cost otherwise)."""
+    context_window: int | None = Field(default=None, ge=256)
+    """Tokens one request may hold, instead of what the provider knows of the model (genai-prices' figure,
+    the local model's ``n_ctx``)."""
+    compact_at: float = Field(default=0.8, gt=0, le=1)
+    """The share of the context window a request may fill before the conversation is compacted."""
     extra: dict[str, Any] = {}
 
     @field_validator("extra")
