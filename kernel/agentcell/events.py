@@ -489,6 +489,8 @@ class SpanModelRequestStart(_EventBase):
     context_turns: int | None = None
     """On the primary thread: how many turns of the active path the request carries before this turn's
     own (what a notebook shows as "context: 3 turns above")."""
+    context_window: int | None = None
+    """The model's context window in tokens, when known (the gauge: how much of it the request used)."""
 
 
 class SpanModelRequestEnd(_EventBase):

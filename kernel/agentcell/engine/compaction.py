@@ -14,7 +14,7 @@ dropped without an event that says so.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -23,10 +23,12 @@ from ..events import (
     AgentToolResult,
     AgentToolUse,
     ErrorInfo,
+    Event,
     ImageBlock,
     SessionContextCompacted,
     SessionError,
     SpanModelRequestEnd,
+    SpanModelRequestStart,
     TextBlock,
 )
 from ..providers.base import Message, ModelRequest, TextPart, ToolResultPart
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
     from .deps import TurnDeps
     from .runner import TurnRunner
 
-__all__ = ["SUMMARY_SYSTEM", "Gauge", "compact", "compact_now", "context_window", "fit_window", "gauge"]
+__all__ = ["SUMMARY_SYSTEM", "Gauge", "compact", "compact_now", "context_window", "fit_window", "window_gauge"]
 
 SUMMARY_SYSTEM = (
     "You write the summary that replaces the earlier part of a conversation between a user and an AI "
@@ -76,16 +78,21 @@ def context_window(resolved: ResolvedModel) -> int | None:
     return resolved.config.context_window or resolved.provider.context_window(resolved.model)
 
 
-def gauge(log: SessionLog, window: int | None) -> Gauge | None:
-    """The primary thread's latest request, as a share of ``window`` (its input as the provider reported it
-    and its output, which the next request carries)."""
-    if window is None:
-        return None
-    for event in _reversed(log, "span.model_request_end"):
-        if isinstance(event, SpanModelRequestEnd) and event.thread_id is None and not event.is_error:
+def window_gauge(events: Iterable[Event]) -> Gauge | None:
+    """The primary thread's latest answered request as a share of its model's window (input as the provider
+    reported it, and output, which the next request carries), from the session's spans; None when no request
+    with a known window was answered."""
+    window: int | None = None
+    latest: Gauge | None = None
+    for event in events:
+        if event.thread_id is not None:
+            continue
+        if isinstance(event, SpanModelRequestStart):
+            window = event.context_window
+        elif isinstance(event, SpanModelRequestEnd) and not event.is_error and window:
             usage = event.model_usage
-            return Gauge(usage.total_input_tokens + usage.output_tokens, window)
-    return None
+            latest = Gauge(usage.total_input_tokens + usage.output_tokens, window)
+    return latest
 
 
 async def fit_window(runner: TurnRunner, resolved: ResolvedModel, request: ModelRequest) -> ModelRequest:
@@ -267,10 +274,6 @@ def _asking(prefix: list[Message], ask: str) -> list[Message]:
         last = prefix[-1]
         return [*prefix[:-1], Message(role="user", content=[*last.content, TextPart(text=ask)])]
     return [*prefix, Message(role="user", content=[TextPart(text=ask)])]
-
-
-def _reversed(log: SessionLog, event_type: str) -> Iterator[object]:
-    return reversed(list(log.events(types=(event_type,))))
 
 
 def _short(tokens: int) -> str:

@@ -59,7 +59,7 @@ from ..tools.base import ToolCall, ToolResult
 from ..usage import Pricing, Usage, price_usage
 from .budget import fit_request, model_pricing
 from .cache_watch import MISS_ERROR_TYPE
-from .compaction import fit_window
+from .compaction import context_window, fit_window
 from .deps import TurnDeps
 from .log import SessionLog
 from .request import AWAITING_CLIENT, SessionTool, offered_tools, system_prompt
@@ -242,6 +242,7 @@ class TurnRunner:
                     budget_shortened_from=plan.shortened_from,
                     preparing=resolved.provider.preparing(),
                     context_turns=len(log.path().turns) - 1 if self.thread_id is None else None,
+                    context_window=context_window(resolved),
                 )
                 log.emit(start)
                 accumulator = ResponseAccumulator()

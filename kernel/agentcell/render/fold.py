@@ -26,6 +26,7 @@ from ..events import (
     EventDelta,
     EventStart,
     FileRubric,
+    SessionContextCompacted,
     SessionError,
     SessionOutcomeUpdated,
     SessionSkillActivated,
@@ -113,7 +114,9 @@ class TurnFold:
 
     prompt: str = ""
     blocks: list[tuple[str, str]] = field(default_factory=list)
-    """In order: ("message", event id) / ("thinking", event id) / ("tool", tool_use_id) / ("note", event id)."""
+    """In order: ("message", event id) / ("thinking", event id) / ("tool", tool_use_id) / ("note", event id) /
+    ("compaction", event id)."""
+    compactions: dict[str, SessionContextCompacted] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     """What happened around the agent's work: guidance steered in, guidance no request took."""
@@ -143,6 +146,10 @@ class TurnFold:
     """How many turns of the active path the turn's requests carried before its own."""
     context_tokens: int | None = None
     """The input tokens of the turn's first answered request: the context it started from."""
+    context_window: int | None = None
+    """The model's context window, when known: the footer says how much of it the turn's last request used."""
+    window_tokens: int | None = None
+    """The input and output tokens of the turn's last answered request (what the next one carries)."""
     ended_at: datetime | None = None
     """When the turn's ``session.status_idle`` arrived."""
     workflow_events: list[_RunEvent] = field(default_factory=list)
@@ -248,6 +255,8 @@ class TurnFold:
             case SessionSkillActivated():
                 if (tool := self.tools.get(item.tool_use_id)) is not None:
                     tool.skill = item
+            case SessionContextCompacted():
+                self._compacted(item)
             case _:
                 self._apply_outcome(item)
 
@@ -314,6 +323,10 @@ class TurnFold:
         for key, tool in self.tools.items():
             tool.status = tool_status(tool, current=key == current, turn_over=self.turn_over)
 
+    def _compacted(self, item: SessionContextCompacted) -> None:
+        self._open("compaction", item.id)
+        self.compactions[item.id] = item
+
     def _note(self, key: str, text: str) -> None:
         self._open("note", key)
         self.notes[key] = text
@@ -373,9 +386,12 @@ class TurnFold:
         if isinstance(item, SpanModelRequestStart):
             if self.context_turns is None:
                 self.context_turns = item.context_turns
+            self.context_window = item.context_window or self.context_window
             return
         if self.context_tokens is None and not item.is_error:
             self.context_tokens = item.model_usage.total_input_tokens
+        if not item.is_error:
+            self.window_tokens = item.model_usage.total_input_tokens + item.model_usage.output_tokens
         self.turn_usage = self.turn_usage + item.model_usage
         if item.is_error:  # a failed attempt's previews are abandoned: a retry streams afresh
             self.blocks = [(kind, key) for kind, key in self.blocks if key not in self.previewed]
@@ -396,6 +412,13 @@ class TurnFold:
         tokens = f"{self.context_tokens / 1000:.1f}k" if self.context_tokens >= 1000 else str(self.context_tokens)
         return f"context: {turns} · {tokens} tokens"
 
+    @property
+    def window_line(self) -> str | None:
+        """ "window 45% of 200k": how much of the model's context window the turn's last request used."""
+        if not self.context_window or self.window_tokens is None:
+            return None
+        return f"window {self.window_tokens / self.context_window:.0%} of {_thousands(self.context_window)}"
+
     def footer(self) -> str:
         from .markdown import footer
 
@@ -410,6 +433,10 @@ class TurnFold:
         from .markdown import turn_text
 
         return turn_text(self)
+
+
+def _thousands(tokens: int) -> str:
+    return f"{tokens // 1000}k" if tokens >= 10_000 else f"{tokens:,}"
 
 
 def _text(content: list[ContentBlock]) -> str:

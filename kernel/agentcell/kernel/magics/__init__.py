@@ -8,6 +8,7 @@ prints one clear line (IPython's UsageError), never a traceback.
 - :mod:`.threads` — ``%threads``
 - :mod:`.skills` — ``%skills``
 - :mod:`.outcome` — ``%%outcome`` (its body, for the cell router)
+- :mod:`.compact` — ``%compact``
 - :mod:`.steer` — ``%steer``
 - :mod:`.workflow` — ``%%workflow`` (its body, for the cell router) and ``%workflows``
 """
@@ -19,6 +20,7 @@ from typing import TYPE_CHECKING
 from ._base import MagicGroup
 from .agent import AgentMagics
 from .cells import CellMagics
+from .compact import CompactMagics
 from .outcome import OutcomeMagics
 from .replay import ReplayMagics
 from .session import SessionMagics
@@ -37,6 +39,7 @@ __all__ = ["GROUPS", "HELP", "MagicGroup", "help_table", "register_magics"]
 GROUPS: tuple[type[MagicGroup], ...] = (
     AgentMagics,
     SessionMagics,
+    CompactMagics,
     ReplayMagics,
     CellMagics,
     ThreadMagics,
@@ -57,6 +60,7 @@ _ORDER = (
     "mcp",
     "config",
     "usage",
+    "compact",
     "record",
     "replay",
     "python",

@@ -18,7 +18,14 @@ from .permission_rules import describe_rules, revoke_rules
 
 __all__ = ["AgentMagics"]
 
-_SETTINGS = {"max_tokens": int, "temperature": float, "thinking_budget": int, "base_url": str}
+_SETTINGS = {
+    "max_tokens": int,
+    "temperature": float,
+    "thinking_budget": int,
+    "base_url": str,
+    "context_window": int,
+    "compact_at": float,
+}
 _CONFIG_MODEL = re.compile(r"^\s*AgentCell\.model\s*=")
 
 
@@ -55,7 +62,8 @@ class AgentMagics(MagicGroup):
 
     @line_magic
     def model(self, line: str) -> None:
-        """Show or set the model: %model NAME [max_tokens=N temperature=T thinking_budget=N base_url=U]."""
+        """Show or set the model: %model NAME [max_tokens=N temperature=T thinking_budget=N base_url=U
+        context_window=N compact_at=F]."""
         args = self._guard("model", line)
         if args is None:
             return
