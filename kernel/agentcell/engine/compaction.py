@@ -1,15 +1,14 @@
 """Keeping a conversation within the model's context window: the gauge, and compaction.
 
-Before each request of the primary thread, the engine estimates its footprint (input tokens, plus the
-room kept for the answer: ``max_tokens``, at most half the window). Past ``compact_at`` of the window
-(0.8 unless the model config says otherwise), it compacts, in a ``session.context_compacted`` event the
-notebook shows: first the old tool results (those before the latest turn) are cleared to a stub; if the
-request is still past the threshold, the model summarises the conversation before the latest turn (which
-stays verbatim) into one entry that replaces it for every later request (``engine/history.py``). The
-summary request is billed and spanned like any request (:meth:`TurnRunner.request_once`) and goes
-through the provider, so a recording replays it. A request that cannot be brought under the window (the
-latest turn alone is larger) is refused before anything is sent, saying what to do; nothing is ever
-dropped without an event that says so.
+Before each request of the primary thread, the engine estimates its input tokens. Past ``compact_at`` of
+the window (0.8 unless the model config says otherwise; the rest leaves the answer room), it compacts, in
+a ``session.context_compacted`` event the notebook shows: first the old tool results (those before the
+latest turn) are cleared to a stub; if the request is still past the threshold, the model summarises the
+conversation before the latest turn (which stays verbatim) into one entry that replaces it for every later
+request (``engine/history.py``). The summary request is billed and spanned like any request
+(:meth:`TurnRunner.request_once`) and goes through the provider, so a recording replays it. A request that
+cannot be brought under the window (the latest turn alone is larger) is refused before anything is sent,
+saying what to do; nothing is ever dropped without an event that says so.
 """
 
 from __future__ import annotations
@@ -103,18 +102,17 @@ async def fit_window(runner: TurnRunner, resolved: ResolvedModel, request: Model
         return request
     provider = resolved.provider
     limit = resolved.config.compact_at * window
-    reserve = min(request.settings.max_tokens, window // 2)
-    if provider.estimate_input_tokens(request) + reserve <= limit:
+    if provider.estimate_input_tokens(request) <= limit:
         return request
     log = runner.log
     for step in ("clear", "summarise"):
         event = await compact(runner, resolved, request, trigger="threshold", steps=(step,))
         if event is not None:
             request = request.model_copy(update={"messages": log.history(None).messages()})
-            if event.tokens_after + reserve <= limit:
+            if event.tokens_after <= limit:
                 return request
     tokens = provider.estimate_input_tokens(request)
-    if tokens + min(reserve, MIN_USEFUL_OUTPUT) <= window:
+    if tokens + min(request.settings.max_tokens, MIN_USEFUL_OUTPUT) <= window:
         return request  # past the threshold but it fits: the next turn can compact what this one adds
     message = (
         f"this turn cannot be sent: it needs about {tokens:,} tokens and the model's context window holds "
