@@ -34,6 +34,7 @@ Every error agentcell raises derives from :class:`AgentCellError`::
         ├── ProviderConnectionError   the connection failed or was cut
         ├── ProviderProtocolError     the stream could not be understood (malformed data, bad order)
         ├── IncompleteToolCallError   a model's tool call did not complete within max_tokens (what it wrote)
+        ├── ContextWindowExceededError  the request cannot fit the model's context window (checked before sending)
         └── ReplayMissError           a request is not in the notebook's recording
 
 User mistakes never lose recorded data: errors are raised before anything is appended. Every class
@@ -53,6 +54,7 @@ __all__ = [
     "ApprovalUnavailable",
     "BudgetExhaustedError",
     "ConfigurationError",
+    "ContextWindowExceededError",
     "IncompleteToolCallError",
     "InvalidInputError",
     "MissingKeyError",
@@ -341,6 +343,11 @@ class IncompleteToolCallError(ProviderError):
 
 def _rebuild_incomplete_call(message: str, produced: str, fields: dict[str, Any]) -> IncompleteToolCallError:
     return IncompleteToolCallError(message, produced=produced, **fields)
+
+
+class ContextWindowExceededError(ProviderError):
+    """The request is larger than the model's context window: found before it was sent, never by cutting
+    the conversation short."""
 
 
 class ReplayMissError(ProviderError):

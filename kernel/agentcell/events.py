@@ -61,6 +61,7 @@ __all__ = [
     "Preview",
     "PreviewRef",
     "RequiresAction",
+    "SessionContextCompacted",
     "SessionError",
     "SessionOutcomeUpdated",
     "SessionSkillActivated",
@@ -440,6 +441,33 @@ class SessionTurnsSuperseded(_EventBase):
     """For ``rerun``: the cell that was run again."""
 
 
+class SessionContextCompacted(_EventBase):
+    """The conversation was brought back under the model's context window (before a request that would
+    have passed the threshold, or on ``%compact``): from here on, requests carry this in place of what it
+    covers. Old tool results are cleared to a stub first; when that is not enough, the model summarises
+    the conversation before the latest turn (which stays verbatim) into ``summary``."""
+
+    type: Literal["session.context_compacted"] = "session.context_compacted"
+    trigger: Literal["threshold", "manual"]
+    last_event_id: str
+    """The last event the compaction covers."""
+    kept_from: str | None = None
+    """The opening of the turn kept verbatim after the summary; None when the summary covers everything."""
+    turn_id: str | None = None
+    """The latest turn it covers: when that turn leaves the active path, so does the compaction."""
+    summary: str | None = None
+    """What the model sees instead of the conversation it covers; None when clearing tool results sufficed."""
+    cleared_tool_results: list[str] = []
+    """The ``agent.tool_result`` events whose content now reads as a stub."""
+    instructions: str | None = None
+    """What the user asked the summary to keep (``%compact ...``)."""
+    window: int = Field(ge=1)
+    tokens_before: int = Field(ge=0)
+    tokens_after: int = Field(ge=0)
+    usage: Usage = Usage()
+    """The summary request's usage (already counted in the session's)."""
+
+
 class SessionSteerUndelivered(_EventBase):
     """Guidance steered into a turn that ended before a request could take it: it was discarded."""
 
@@ -467,6 +495,8 @@ class SpanModelRequestStart(_EventBase):
     context_turns: int | None = None
     """On the primary thread: how many turns of the active path the request carries before this turn's
     own (what a notebook shows as "context: 3 turns above")."""
+    context_window: int | None = None
+    """The model's context window in tokens, when known (the gauge: how much of it the request used)."""
 
 
 class SpanModelRequestEnd(_EventBase):
@@ -527,6 +557,7 @@ Event: TypeAlias = Annotated[
     | SessionTurnsSuperseded
     | SessionSkillActivated
     | SessionSteerUndelivered
+    | SessionContextCompacted
     | SessionThreadCreated
     | SessionThreadStatusRunning
     | SessionThreadStatusIdle

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from pydantic import BaseModel
 
 from .engine.budget import check_priced
+from .engine.compaction import compact_now
 from .engine.deps import TurnDeps
 from .engine.history import History
 from .engine.inputs import CustomToolResult, Input, ToolChoice, message_blocks, opening_events, tool_choices
@@ -40,6 +41,7 @@ from .events import (
     Event,
     FileRubric,
     Outcome,
+    SessionContextCompacted,
     StreamItem,
     TextRubric,
 )
@@ -297,6 +299,14 @@ class Session(WorkflowMethods, ApprovalMethods):
         ``result.outcome`` is the outcome's final state."""
         spec = OutcomeSpec(description, rubric, max_iterations=max_iterations, grader_model=grader_model)
         return await self.ask(spec, on_item=on_item)
+
+    async def compact(self, instructions: str | None = None) -> SessionContextCompacted | None:
+        """Have the model summarise the conversation so far into one entry that replaces it for later
+        requests (``instructions``: what the summary must keep); billed like any request. None when there
+        is no conversation yet. Raises SessionBusyError while a turn runs."""
+        if self.status != "idle":
+            raise SessionBusyError(f"session {self.id} is {self.status}: compact it when its turn has ended")
+        return await compact_now(self._log, self._deps(), instructions)
 
     def interrupt(self, *, thread_id: str | None = None) -> None:
         """Stop the running turn (from any thread); it ends within a second with ``interrupted``. With

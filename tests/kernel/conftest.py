@@ -20,6 +20,8 @@ from jupyter_client.manager import KernelManager, start_new_kernel
 from agentcell import StreamItem, TurnResult
 from agentcell.kernel.host import AgentCell, NotebookAgent
 
+from ..providers.conftest import server  # noqa: F401 - the loopback Anthropic server, for cells on Claude
+
 
 @dataclass
 class Execution:

@@ -4,7 +4,6 @@ server that emulates the API's prefix cache (``tests/providers/prefix_cache.py``
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -14,15 +13,6 @@ from ..providers.prefix_cache import PrefixCache, Turn, answer, prefix_blocks
 from .conftest import execute, running_kernel
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def server() -> Iterator[SSEServer]:
-    instance = SSEServer()
-    try:
-        yield instance
-    finally:
-        instance.close()
 
 
 def _ttls(body: dict[str, Any]) -> list[str]:

@@ -16,7 +16,7 @@ import pytest
 
 from agentcell import Engine, TextBlock
 from agentcell import events as ev
-from agentcell.errors import ConfigurationError, ProviderError, ProviderProtocolError
+from agentcell.errors import ConfigurationError, ContextWindowExceededError, ProviderError, ProviderProtocolError
 from agentcell.providers._local_decode import ReplyDecoder, held_back
 from agentcell.providers.base import (
     BlockStart,
@@ -194,12 +194,12 @@ async def test_an_engine_turn_on_the_local_model_can_be_interrupted(db_path: Pat
 
 
 @pytest.mark.slow
-async def test_a_prompt_longer_than_the_context_is_reported_as_such() -> None:
+async def test_a_prompt_longer_than_the_context_is_refused_and_one_that_fills_it_is_reported() -> None:
     small = LocalProvider("smollm2", n_ctx=200)  # rounded up to 256, as llama.cpp pads it
     try:
-        _, response = await collect(small, request("tell me about cats " * 60, max_tokens=8))
-        assert response.stop_reason == "model_context_window_exceeded" and not response.content
-        assert response.usage.input_tokens > 256
+        # Too long to leave any room for an answer: refused before anything is evaluated, never cut short.
+        with pytest.raises(ContextWindowExceededError, match=r"holds 256.*%compact"):
+            await collect(small, request("tell me about cats " * 60, max_tokens=8))
         _, response = await collect(small, request("tell me about cats " * 40, max_tokens=200))
         assert response.stop_reason == "model_context_window_exceeded" and response.text
         assert response.usage.total_input_tokens + response.usage.output_tokens == 256

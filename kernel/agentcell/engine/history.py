@@ -23,6 +23,7 @@ from ..events import (
     Event,
     FileRubric,
     ImageBlock,
+    SessionContextCompacted,
     SystemMessage,
     TextBlock,
     UserCustomToolResult,
@@ -43,7 +44,14 @@ from ..providers.base import (
 from ..records.workflow_events import WorkflowRunCompleted, WorkflowRunFailed
 from .notebook_context import IMAGE_PLACEHOLDER, context_pieces
 
-__all__ = ["HISTORY_EVENT_TYPES", "UNANSWERED_TOOL_CALL", "History", "outcome_task"]
+__all__ = [
+    "CLEARED_TOOL_RESULT",
+    "HISTORY_EVENT_TYPES",
+    "UNANSWERED_TOOL_CALL",
+    "History",
+    "outcome_task",
+    "summary_text",
+]
 
 HISTORY_EVENT_TYPES = (
     "user.message",
@@ -61,11 +69,13 @@ HISTORY_EVENT_TYPES = (
     "user.start_workflow_run",
     "workflow_run.completed",
     "workflow_run.failed",
+    "session.context_compacted",
 )
 """The event types that shape the history (a run the user started opens a turn and leaves its result);
 the rest (spans, usage, status) never do."""
 
 UNANSWERED_TOOL_CALL = "the tool call was not answered (the turn was interrupted before it finished)"
+CLEARED_TOOL_RESULT = "[this old tool result was cleared to keep the conversation within the context window]"
 
 
 class History:
@@ -75,14 +85,22 @@ class History:
         self._open_calls: dict[str, None] = {}  # insertion-ordered set
         self._cell_parts: dict[str, list[Part]] = {}
         """The parts each code cell of the notebook's context became, by cell id (its latest run)."""
+        self._turn_marks: dict[str, tuple[int, int]] = {}
+        """Where each user message's content begins (message index, part index): a compaction keeps what
+        follows the turn it names."""
+        self._result_parts: dict[str, ToolResultPart] = {}
 
     def apply(self, event: Event) -> None:
         match event:
             case UserMessage(context=context) if context is not None:
-                self._user([*self._context_parts(event), *(_user_part(block) for block in event.content)])
+                context_parts = self._context_parts(event)  # forgets earlier runs first: the mark sees the result
+                self._mark_turn(event.id)
+                self._user([*context_parts, *(_user_part(block) for block in event.content)])
             case UserMessage() | AgentThreadMessageReceived():
+                self._mark_turn(event.id)
                 self._user([_user_part(block) for block in event.content])
             case UserDefineOutcome():
+                self._mark_turn(event.id)
                 self._user([TextPart(text=outcome_task(event))])
             case WorkflowRunCompleted() | WorkflowRunFailed() if event.tool_use_id is None:
                 # A run the user started: the agent learns what it produced (its steps stay in their threads).
@@ -107,9 +125,11 @@ class History:
             case AgentServerToolResult():
                 self._assistant(ServerToolResultPart(call_id=event.call_id, kind=event.kind, content=event.content))
             case AgentToolResult():
-                self._result(event.tool_use_id, list(event.content), event.is_error)
+                self._result(event.tool_use_id, list(event.content), event.is_error, event_id=event.id)
             case UserCustomToolResult():
                 self._result(event.custom_tool_use_id, list(event.content), event.is_error)
+            case SessionContextCompacted():
+                self._compact(event)
             case _:
                 pass
 
@@ -175,10 +195,64 @@ class History:
             self._open_calls.clear()
             self._append_user(synthetic)
 
-    def _result(self, tool_use_id: str, content: list[TextBlock | ImageBlock], is_error: bool) -> None:
+    def _result(
+        self, tool_use_id: str, content: list[TextBlock | ImageBlock], is_error: bool, *, event_id: str = ""
+    ) -> None:
         call_id = self._call_ids.get(tool_use_id, tool_use_id)
         self._open_calls.pop(call_id, None)
-        self._append_user([ToolResultPart(call_id=call_id, content=content, is_error=is_error)])
+        part = ToolResultPart(call_id=call_id, content=content, is_error=is_error)
+        if event_id:
+            self._result_parts[event_id] = part
+        self._append_user([part])
+
+    # ------------------------------------------------------------------------------------------ compaction
+
+    def before(self, turn_id: str | None) -> list[Message] | None:
+        """The messages that precede the content of turn ``turn_id`` (all of them for None); None when that
+        turn's content is not in this history."""
+        if turn_id is None:
+            return self.messages()
+        if (mark := self._turn_marks.get(turn_id)) is None:
+            return None
+        index, part_index = mark
+        prefix = [(role, list(parts)) for role, parts in self._messages[:index]]
+        if part_index:
+            prefix.append((self._messages[index][0], self._messages[index][1][:part_index]))
+        return [Message.model_construct(role=role, content=parts) for role, parts in prefix]
+
+    def _mark_turn(self, event_id: str) -> None:
+        self._close_open_calls()
+        if self._messages and self._messages[-1][0] == "user":
+            self._turn_marks[event_id] = (len(self._messages) - 1, len(self._messages[-1][1]))
+        else:
+            self._turn_marks[event_id] = (len(self._messages), 0)
+
+    def _compact(self, event: SessionContextCompacted) -> None:
+        """Clear the results it names to a stub; with a summary, replace everything before the turn it
+        keeps (or everything) by one user message holding the summary."""
+        stubs = {
+            id(part): part.model_copy(update={"content": [TextBlock(text=CLEARED_TOOL_RESULT)]})
+            for event_id in event.cleared_tool_results
+            if (part := self._result_parts.pop(event_id, None)) is not None
+        }
+        if stubs:  # parts are replaced, not changed: messages handed out earlier stay as they were sent
+            self._messages = [(role, [stubs.get(id(p), p) for p in parts]) for role, parts in self._messages]
+        if event.summary is None:
+            return
+        kept: list[tuple[Literal["user", "assistant"], list[Part]]] = []
+        mark = self._turn_marks.get(event.kept_from) if event.kept_from is not None else None
+        if mark is not None:
+            index, part_index = mark
+            kept = [(role, list(parts)) for role, parts in self._messages[index:]]
+            if kept:
+                kept[0] = (kept[0][0], kept[0][1][part_index:])
+        self._messages = [("user", [TextPart(text=summary_text(event.summary))])]
+        self._turn_marks.clear()
+        for role, parts in kept:
+            if role == "user":
+                self._append_user(parts)
+            else:
+                self._messages.append((role, parts))
 
 
 def outcome_task(event: UserDefineOutcome) -> str:
@@ -200,6 +274,11 @@ def run_note(event: WorkflowRunCompleted | WorkflowRunFailed) -> str:
         output = event.output if isinstance(event.output, str) else json.dumps(event.output, ensure_ascii=False)
         return f"[The user ran the workflow {event.name!r}; it completed. Its output:]\n{output}"
     return f"[The user ran the workflow {event.name!r}; it ended {event.status}: {event.error}]"
+
+
+def summary_text(summary: str) -> str:
+    """How a compaction's summary reads to the model, in place of the conversation it covers."""
+    return f"[A summary of the conversation so far, made when it outgrew the context window]\n{summary}"
 
 
 def _user_part(block: TextBlock | ImageBlock) -> Part:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..events import (
     Event,
+    SessionContextCompacted,
     SessionStatusIdle,
     SessionTurnsSuperseded,
     UserCustomToolResult,
@@ -86,6 +87,8 @@ def on_path(events: Iterable[Event], superseded: set[str]) -> Iterator[Event]:
             current = last = event.id
         elif isinstance(event, UserCustomToolResult) and event.thread_id is None:
             current = last
+        if isinstance(event, SessionContextCompacted) and event.turn_id in superseded:
+            continue  # it summarised turns that left the path (a %compact between turns belongs to none)
         if current is None or current not in superseded:
             yield event
         if isinstance(event, SessionStatusIdle) and event.thread_id is None:

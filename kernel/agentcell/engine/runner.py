@@ -59,6 +59,7 @@ from ..tools.base import ToolCall, ToolResult
 from ..usage import Pricing, Usage, price_usage
 from .budget import fit_request, model_pricing
 from .cache_watch import MISS_ERROR_TYPE
+from .compaction import context_window, fit_window
 from .deps import TurnDeps
 from .log import SessionLog
 from .request import AWAITING_CLIENT, SessionTool, offered_tools, system_prompt
@@ -141,6 +142,7 @@ class TurnRunner:
                 settings=self._settings(resolved.config.settings()),
             )
             try:
+                request = await fit_window(self, resolved, request)
                 response = await self._request(resolved, request)
             except BudgetExhaustedError as refused:
                 if str(refused):
@@ -158,7 +160,10 @@ class TurnRunner:
                 explanation = details.get("explanation") or details.get("category") or "no details given"
                 self._emit_error("refusal", f"the model declined to answer: {explanation}")
             elif response.stop_reason == "model_context_window_exceeded":
-                message = "the conversation no longer fits the model's context window; start a new session"
+                message = (
+                    "the conversation no longer fits the model's context window; compact it (%compact, or "
+                    "Session.compact) and run the cell again"
+                )
                 self._emit_error("context_window_exceeded", message)
                 return ErrorStop(message=message)
             if log.steering_pending(self.thread_id):
@@ -237,6 +242,7 @@ class TurnRunner:
                     budget_shortened_from=plan.shortened_from,
                     preparing=resolved.provider.preparing(),
                     context_turns=len(log.path().turns) - 1 if self.thread_id is None else None,
+                    context_window=context_window(resolved),
                 )
                 log.emit(start)
                 accumulator = ResponseAccumulator()

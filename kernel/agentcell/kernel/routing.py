@@ -5,6 +5,7 @@ transformers run, ``%magic`` lines are already rewritten into Python calls):
 
 - ``%%agent`` cells become an awaited turn, ``%%outcome`` cells an awaited outcome loop, and ``%%workflow``
   cells an awaited workflow run, in any IPython kernel where the extension is loaded;
+- a cell of only ``%compact [instructions]`` becomes an awaited compaction (a model request);
 - ``%%python`` cells run their body as ordinary Python, through IPython;
 - other ``%%magic`` cells, and cells of only ``%``/``!`` lines, pass through unchanged;
 - a ``%name`` that is no magic fails at once, one line, with the nearest name ("did you mean %model?");
@@ -126,6 +127,10 @@ def make_router(
         if first.split()[0] == "%%workflow":
             options = first[len("%%workflow") :].strip()
             return [f"await {HOST_NAME}.workflow_cell({options!r}, {body!r})\n"]
+        if first.split()[0] == "%compact" and not body.strip():  # a model request: awaited like a turn
+            line = first[len("%compact") :].strip()
+            module = "agentcell.kernel.magics.compact"
+            return [f"await __import__({module!r}, fromlist=['run_compact']).run_compact({HOST_NAME}, {line!r})\n"]
         if first.startswith("%%") or not prose_is_agent:
             return lines
         split = first_index

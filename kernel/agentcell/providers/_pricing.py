@@ -16,7 +16,7 @@ import genai_prices
 
 from ..usage import Pricing, Usage
 
-__all__ = ["genai_pricing", "to_genai_usage"]
+__all__ = ["genai_context_window", "genai_pricing", "to_genai_usage"]
 
 log = logging.getLogger("agentcell.providers")
 
@@ -77,3 +77,14 @@ def genai_pricing(
         return Decimal(result.total_price)
 
     return price
+
+
+def genai_context_window(provider_id: str, model: str, *, api_url: str | None = None) -> int | None:
+    """The context window genai-prices gives for ``model`` (in tokens); None when it does not know."""
+    where = _locate(model, provider_id, api_url)
+    if where is None:
+        return None
+    key, value = where
+    result = genai_prices.calc_price(genai_prices.Usage(input_tokens=1), model, **{key: value})  # type: ignore[call-overload]
+    window = result.model.context_window
+    return int(window) if window else None

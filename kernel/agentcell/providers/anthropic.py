@@ -32,7 +32,7 @@ from ._anthropic_stream import AnthropicStreamParser
 from ._cache_option import option_of
 from ._http import DEFAULT_TIMEOUT, ErrorContext, HTTPStreamer, RetryPolicy, check_key, clean_key, join_url
 from ._names import is_claude_model
-from ._pricing import genai_pricing
+from ._pricing import genai_context_window, genai_pricing
 from .base import (
     ImagePart,
     Message,
@@ -105,6 +105,9 @@ class AnthropicProvider(Provider):
 
     def pricing(self, model: str) -> Pricing | None:
         return self._pricing or genai_pricing("anthropic", model)
+
+    def context_window(self, model: str) -> int | None:
+        return genai_context_window("anthropic", model)
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -367,6 +367,18 @@ class Provider(ABC):
         del model
         return FREE
 
+    def context_window(self, model: str) -> int | None:
+        """How many tokens (input and output) one request to ``model`` may hold; None when unknown."""
+        del model
+        return None
+
+    def estimate_input_tokens(self, request: ModelRequest) -> int:
+        """About how many input tokens the request holds, for the context-window gauge and compaction (not
+        for the budget, which needs the bound): a token per four bytes, plus the per-message allowance.
+        Providers with their own tokenizer count exactly."""
+        body = request.model_dump_json(include={"system", "messages", "tools"})
+        return -(-len(body.encode()) // 4) + 16 * (len(request.messages) + len(request.tools))
+
     def input_token_bound(self, request: ModelRequest) -> int:
         """An upper bound on the input tokens the request can be billed for.
 

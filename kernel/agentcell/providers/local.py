@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..errors import ConfigurationError, ProviderError
+from ..errors import ConfigurationError, ContextWindowExceededError, ProviderError
 from ..events import ImageBlock
 from ..ids import new_id
 from ..usage import InputBilling, Usage
@@ -236,21 +236,26 @@ def _chat_messages(request: ModelRequest) -> list[Any]:
     return messages
 
 
+def _tokens(model: _Model, request: ModelRequest) -> list[int]:
+    """The whole request as tokens, in the model's chat template."""
+    formatted = model.formatter(messages=_chat_messages(request))
+    return model.llama.tokenize(formatted.prompt.encode(), add_bos=not formatted.added_special, special=True)
+
+
 def _prompt(model: _Model, request: ModelRequest) -> list[int]:
-    """The request as tokens. When the conversation outgrows the context (a few turns do, at 4,096 tokens),
-    the oldest messages are left out so the notebook keeps working; the latest user turn always stays."""
-    messages = _chat_messages(request)
-    system = messages[:1] if messages and messages[0]["role"] == "system" else []
-    rest = messages[len(system) :]
-    room = model.llama.n_ctx() - min(request.settings.max_tokens, model.llama.n_ctx() // 2)
-    while True:
-        formatted = model.formatter(messages=system + rest)
-        tokens = model.llama.tokenize(formatted.prompt.encode(), add_bos=not formatted.added_special, special=True)
-        if len(tokens) <= room or len(rest) <= 1:
-            return tokens
-        rest = rest[1:]
-        while len(rest) > 1 and rest[0]["role"] != "user":  # a conversation resumes with the user
-            rest = rest[1:]
+    """The request as tokens, never cut short: the engine compacts a conversation before it outgrows the
+    context (``engine/compaction.py``); a prompt that leaves no room for an answer is refused before
+    anything is evaluated."""
+    tokens = _tokens(model, request)
+    n_ctx = model.llama.n_ctx()
+    if len(tokens) >= n_ctx:
+        raise ContextWindowExceededError(
+            f"the request is {len(tokens):,} tokens and the local model's context holds {n_ctx:,}, with no room "
+            "left for an answer; compact the conversation (%compact), shorten the cell, or load the model with "
+            "a larger n_ctx (model={'id': 'local:smollm2', 'extra': {'n_ctx': 8192}})",
+            provider="local",
+        )
+    return tokens
 
 
 # ---------------------------------------------------------------------------------------------- provider
@@ -315,10 +320,19 @@ class LocalProvider(Provider):
     def input_token_bound(self, request: ModelRequest) -> int:
         if self._model is None:  # loading here would block the event loop; the byte bound is safe
             return super().input_token_bound(request)
-        return len(_prompt(self._model, request))
+        return len(_tokens(self._model, request))
 
     async def count_input_tokens(self, request: ModelRequest) -> int | None:
         return self.input_token_bound(request) if self._model is not None else None
+
+    def context_window(self, model: str) -> int | None:
+        del model
+        return self._key[1]
+
+    def estimate_input_tokens(self, request: ModelRequest) -> int:
+        if self._model is None:
+            return super().estimate_input_tokens(request)
+        return len(_tokens(self._model, request))
 
     def preparing(self) -> str | None:
         return None if self._model is not None or self._key in _models else "loading the local model"
@@ -409,12 +423,8 @@ class LocalProvider(Provider):
         settings, llama = request.settings, model.llama
         constrained = _mode(request)[0]
         tokens = _prompt(model, request)
-        # Whatever was asked, the answer cannot outgrow what is left of the context.
+        # Whatever was asked, the answer cannot outgrow what is left of the context (_prompt leaves some).
         budget = min(settings.max_tokens, llama.n_ctx() - len(tokens))
-        if budget <= 0:
-            job.put("prompt", (len(tokens), 0))
-            job.put("done", ("length", 0, False))
-            return
         if cache_ttl(settings.extra.get("cache", ABSENT)) is None:
             llama.reset()  # type: ignore[no-untyped-call]  # llama-cpp-python leaves it unannotated
             reused = 0

@@ -31,7 +31,7 @@ from ..usage import FREE, InputBilling, Pricing
 from ._cache_option import ABSENT, cache_ttl
 from ._http import DEFAULT_TIMEOUT, ErrorContext, HTTPStreamer, RetryPolicy, check_key, clean_key, join_url
 from ._openai_stream import OpenAIStreamParser
-from ._pricing import genai_pricing
+from ._pricing import genai_context_window, genai_pricing
 from .base import (
     ImagePart,
     Message,
@@ -123,6 +123,9 @@ class OpenAIProvider(Provider):
         local = _is_loopback(self.base_url)
         api_url = None if self._official else self.base_url
         return genai_pricing("openai", model, api_url=api_url, unknown=FREE if local else None)
+
+    def context_window(self, model: str) -> int | None:
+        return genai_context_window("openai", model, api_url=None if self._official else self.base_url)
 
     async def aclose(self) -> None:
         await self._http.aclose()

@@ -250,6 +250,16 @@ class ReplayProvider(Provider):
             return self.live().input_token_bound(request)
         return super().input_token_bound(request)  # the byte bound is safe and needs no live provider
 
+    def context_window(self, model: str) -> int | None:
+        # A replay builds no live provider to ask: it compacts where the model config names its window
+        # (context_window=N), which is what a notebook must say for its compactions to replay.
+        return self.live().context_window(model) if self.replayer.mode in ("off", "record") else None
+
+    def estimate_input_tokens(self, request: ModelRequest) -> int:
+        if self.replayer.mode in ("off", "record"):
+            return self.live().estimate_input_tokens(request)
+        return super().estimate_input_tokens(request)
+
     async def count_input_tokens(self, request: ModelRequest) -> int | None:
         if self.replayer.mode in ("off", "record"):
             return await self.live().count_input_tokens(request)

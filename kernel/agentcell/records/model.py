@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from .common import CACHE_CHOICES, CACHE_OFF_ALIASES
 
@@ -26,6 +26,9 @@ class ModelSettings(_Model):
     stop_sequences: list[str] = []
     extra: dict[str, Any] = {}
     """Provider-specific request fields, passed through."""
+
+
+_DEFAULT_COMPACT_AT = 0.8
 
 
 class ListPrices(_Model):
@@ -56,6 +59,11 @@ class ModelConfig(_Model):
     base_url: str | None = None
     prices: ListPrices | None = None
     """List prices to use instead of genai-prices' (a model it does not know has no known cost otherwise)."""
+    context_window: int | None = Field(default=None, ge=256)
+    """Tokens one request may hold, instead of what the provider knows of the model (genai-prices' figure,
+    the local model's ``n_ctx``)."""
+    compact_at: float = Field(default=_DEFAULT_COMPACT_AT, gt=0, le=1)
+    """The share of the context window a request may fill before the conversation is compacted."""
     extra: dict[str, Any] = {}
     images: Annotated[bool, Field(exclude_if=lambda v: v)] = True
     """False for a model that takes no image input: an image in the conversation reaches it as a one-line
@@ -68,6 +76,17 @@ class ModelConfig(_Model):
         if "cache" in extra and extra["cache"] not in CACHE_CHOICES and extra["cache"] not in CACHE_OFF_ALIASES:
             raise ValueError(f"the cache option must be '5m', '1h' or 'off', not {extra['cache']!r}")
         return extra
+
+    @model_serializer(mode="wrap")
+    def _window_settings_when_given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out at their defaults, so that what was stored and hashed before they existed (agent versions,
+        # workflow journal keys) reads the same.
+        data: dict[str, Any] = handler(self)
+        if data.get("context_window", 0) is None:
+            del data["context_window"]
+        if data.get("compact_at") == _DEFAULT_COMPACT_AT:
+            del data["compact_at"]
+        return data
 
     def settings(self) -> ModelSettings:
         values: dict[str, Any] = {"extra": self.extra}

@@ -17,6 +17,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from ..events import ImageBlock, TextBlock
+from .compaction_card import compaction_html
 from .markdown import (  # the Markdown fallback's clipping and wording
     approval_note,
     clip,
@@ -138,6 +139,8 @@ def _blocks_html(view: TurnFold) -> list[str]:
                     out.append("<p><em>(interrupted)</em></p>")
         elif kind == "note":
             out.append(f"<p><em>↪ {escape(view.notes[key])}</em></p>")
+        elif kind == "compaction":
+            out.append(compaction_html(view.compactions[key]))
         elif kind == "thinking":
             thought = view.thinking.get(key)
             body = render_markdown(clip(thought)) if thought else "<p><em>thinking…</em></p>"

@@ -26,6 +26,7 @@ from ..events import (
     EventDelta,
     EventStart,
     FileRubric,
+    SessionContextCompacted,
     SessionError,
     SessionOutcomeUpdated,
     SessionSkillActivated,
@@ -114,7 +115,9 @@ class TurnFold:
 
     prompt: str = ""
     blocks: list[tuple[str, str]] = field(default_factory=list)
-    """In order: ("message", event id) / ("thinking", event id) / ("tool", tool_use_id) / ("note", event id)."""
+    """In order: ("message", event id) / ("thinking", event id) / ("tool", tool_use_id) / ("note", event id) /
+    ("compaction", event id)."""
+    compactions: dict[str, SessionContextCompacted] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     """What happened around the agent's work: guidance steered in, guidance no request took."""
@@ -146,6 +149,10 @@ class TurnFold:
     """The input tokens of the turn's first answered request: the context it started from."""
     notebook_context: NotebookContext | None = None
     """What the turn took from the notebook (code cells run since the previous turn, variables)."""
+    context_window: int | None = None
+    """The model's context window, when known: the footer says how much of it the turn's last request used."""
+    window_tokens: int | None = None
+    """The input and output tokens of the turn's last answered request (what the next one carries)."""
     ended_at: datetime | None = None
     """When the turn's ``session.status_idle`` arrived."""
     sources: set[str] = field(default_factory=set)
@@ -240,6 +247,11 @@ class TurnFold:
                 self._apply_tool(item)
             case SpanModelRequestStart() | SpanModelRequestEnd():
                 self._apply_span(item)
+            case _:
+                self._apply_session(item)
+
+    def _apply_session(self, item: StreamItem) -> None:
+        match item:
             case SessionUsageEvent():
                 self.session_usage = item.usage
                 self.budget = item.budget
@@ -254,6 +266,8 @@ class TurnFold:
             case SessionSkillActivated():
                 if (tool := self.tools.get(item.tool_use_id)) is not None:
                     tool.skill = item
+            case SessionContextCompacted():
+                self._compacted(item)
             case _:
                 self._apply_outcome(item)
 
@@ -320,6 +334,10 @@ class TurnFold:
         for key, tool in self.tools.items():
             tool.status = tool_status(tool, current=key == current, turn_over=self.turn_over)
 
+    def _compacted(self, item: SessionContextCompacted) -> None:
+        self._open("compaction", item.id)
+        self.compactions[item.id] = item
+
     def _note(self, key: str, text: str) -> None:
         self._open("note", key)
         self.notes[key] = text
@@ -381,9 +399,12 @@ class TurnFold:
         if isinstance(item, SpanModelRequestStart):
             if self.context_turns is None:
                 self.context_turns = item.context_turns
+            self.context_window = item.context_window or self.context_window
             return
         if self.context_tokens is None and not item.is_error:
             self.context_tokens = item.model_usage.total_input_tokens
+        if not item.is_error:
+            self.window_tokens = item.model_usage.total_input_tokens + item.model_usage.output_tokens
         self.turn_usage = self.turn_usage + item.model_usage
         if item.source is not None:
             self.sources.add(item.source)
@@ -414,6 +435,13 @@ class TurnFold:
         tokens = f"{self.context_tokens / 1000:.1f}k" if self.context_tokens >= 1000 else str(self.context_tokens)
         return f"context: {turns} · {tokens} tokens"
 
+    @property
+    def window_line(self) -> str | None:
+        """ "window 45% of 200k": how much of the model's context window the turn's last request used."""
+        if not self.context_window or self.window_tokens is None:
+            return None
+        return f"window {self.window_tokens / self.context_window:.0%} of {_thousands(self.context_window)}"
+
     def footer(self) -> str:
         from .markdown import footer
 
@@ -428,6 +456,10 @@ class TurnFold:
         from .markdown import turn_text
 
         return turn_text(self)
+
+
+def _thousands(tokens: int) -> str:
+    return f"{tokens // 1000}k" if tokens >= 10_000 else f"{tokens:,}"
 
 
 def _text(content: list[ContentBlock]) -> str:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from .._format import format_cache_saving, format_cost, format_usd
 from ..events import ImageBlock, TextBlock
+from .compaction_card import compaction_markdown, compaction_text
 from .statuses import ORIGIN_WORDS, RUNNING
 from .workflow_rows import item_threads, row_cells, run_summary, totals_text
 
@@ -145,9 +146,9 @@ def _cost_with_saving(usage: Usage) -> str:
 
 
 def footer(fold: TurnFold) -> str:
-    """The last line of a finished turn: what context it carried, its usage, why it stopped when that was
-    unusual, and whether it was replayed."""
-    context = f"{fold.context_line} · " if fold.context_line else ""
+    """The last line of a finished turn: what context it carried and how much of the window, its usage, why it
+    stopped when that was unusual, and whether it was replayed."""
+    context = "".join(f"{line} · " for line in (fold.context_line, fold.window_line) if line)
     where = f" · {ORIGIN_WORDS[fold.origin]}" if fold.origin else ""
     # The normal end is quiet: only an unusual one says why it stopped.
     unusual = fold.stop_reason and fold.stop_reason != "end_turn"
@@ -209,6 +210,8 @@ def _blocks_markdown(fold: TurnFold) -> list[str]:
             out.append("> 💭 _thinking…_" if thought is None else _quote(f"💭 {escape_prose(clip(thought))}"))
         elif kind == "note":
             out.append(_quote(f"↪ _{escape_prose(fold.notes[key])}_"))
+        elif kind == "compaction":
+            out.append(compaction_markdown(fold.compactions[key]))
         else:
             out.append(_tool_markdown(fold.tools[key]))
             thread = fold.thread_of_tool.get(key)
@@ -302,7 +305,8 @@ def _outcome_markdown(outcome: OutcomeState) -> str:
 
 
 def turn_text(fold: TurnFold) -> str:
-    out = [fold.text] if fold.text else []
+    out = [compaction_text(event) for event in fold.compactions.values()]
+    out += [fold.text] if fold.text else []
     for tool in fold.tools.values():
         note = approval_note(tool)
         out.append(f"[{tool.name}: {tool.status}{f' · {note}' if note else ''}]")

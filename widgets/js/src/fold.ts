@@ -3,6 +3,7 @@
  * batch are the same function, so the live view and the re-rendered notebook cannot disagree.
  */
 
+import { compactionNote } from "./compaction";
 import { parseMoney } from "./money";
 import {
   type Block,
@@ -63,6 +64,7 @@ const HANDLERS: Record<string, Handler> = {
   },
   "session.steer_undelivered": (state, item) =>
     note(state, item, `Steer not delivered (the turn ended before the next step): ${textOf(contentBlocks(item.content))}`),
+  "session.context_compacted": (state, item) => note(state, item, compactionNote(item)),
   "user.interrupt": (state, item) => {
     // With a thread_id only that thread was stopped; its coordinator goes on.
     if (!item.thread_id) state.interruptRequested = true;

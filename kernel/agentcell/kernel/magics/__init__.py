@@ -9,6 +9,7 @@ prints one clear line (IPython's UsageError), never a traceback.
 - :mod:`.threads` — ``%threads``
 - :mod:`.skills` — ``%skills``
 - :mod:`.outcome` — ``%%outcome`` (its body, for the cell router)
+- :mod:`.compact` — ``%compact``
 - :mod:`.steer` — ``%steer``
 - :mod:`.workflow` — ``%%workflow`` (its body, for the cell router) and ``%workflows``
 """
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING
 from ._base import MagicGroup
 from .agent import AgentMagics
 from .cells import CellMagics
+from .compact import CompactMagics
 from .context import ContextMagics
 from .outcome import OutcomeMagics
 from .replay import ReplayMagics
@@ -40,6 +42,7 @@ GROUPS: tuple[type[MagicGroup], ...] = (
     AgentMagics,
     SessionMagics,
     ContextMagics,
+    CompactMagics,
     ReplayMagics,
     CellMagics,
     ThreadMagics,
@@ -61,6 +64,7 @@ _ORDER = (
     "config",
     "usage",
     "context",
+    "compact",
     "record",
     "replay",
     "python",

@@ -33,6 +33,8 @@ _SETTINGS: dict[str, Any] = {
     "thinking_budget": int,
     "base_url": str,
     "images": _flag,  # images=false: a model without image input gets a placeholder for each image
+    "context_window": int,
+    "compact_at": float,
 }
 _CONFIG_MODEL = re.compile(r"^\s*AgentCell\.model\s*=")
 
@@ -70,7 +72,8 @@ class AgentMagics(MagicGroup):
 
     @line_magic
     def model(self, line: str) -> None:
-        """Show or set the model: %model NAME [max_tokens=N temperature=T thinking_budget=N base_url=U]."""
+        """Show or set the model: %model NAME [max_tokens=N temperature=T thinking_budget=N base_url=U
+        context_window=N compact_at=F]."""
         args = self._guard("model", line)
         if args is None:
             return

@@ -63,6 +63,7 @@ class SessionMagics(MagicGroup):
             ("list cost", format_cost(u)),
         ]  # fmt: skip
         rows += _cache_rows(session)
+        rows.append(("context window", _window_row(session)))
         if session.budget is not None:
             remaining = session.budget.remaining(u.list_cost)
             rows.append(("budget", f"{format_usd(session.budget.max_list_cost)} ({format_usd(remaining)} left)"))
@@ -125,6 +126,17 @@ class SessionMagics(MagicGroup):
                 raise UsageError(self.HELP["session"])
         except AgentCellError as exc:
             raise self._fail(exc) from None
+
+
+def _window_row(session: Session) -> str:
+    """How full the model's context window was at the latest request (the conversation compacts past
+    the model's ``compact_at`` share)."""
+    from ...engine.compaction import window_gauge
+
+    gauge = window_gauge(session.events(types=("span.model_request_start", "span.model_request_end")))
+    if gauge is None:
+        return "unknown (no request yet, or the model's window is not known: set context_window)"
+    return f"{gauge.describe()}, at the latest request (compacts at {session.agent.model.compact_at:.0%})"
 
 
 def _cache_rows(session: Session) -> list[tuple[str, str]]:
