@@ -8,6 +8,7 @@ from pathlib import Path
 
 from agentcell import ScriptedResponse, ScriptedText, ScriptedToolCall
 from agentcell import events as ev
+from agentcell.engine.compaction import GAUGE_EVENT_TYPES, Gauge, window_gauge
 from agentcell.engine.history import CLEARED_TOOL_RESULT
 from agentcell.providers.base import ModelRequest, TextPart, ToolResultPart
 
@@ -103,6 +104,9 @@ async def test_compact_by_hand_and_a_rerun_above_it_leaves_it_with_its_turns(db_
 
     compaction = await session.compact("keep the numbers")
     assert compaction is not None and compaction.trigger == "manual" and compaction.kept_from is None
+    # The gauge (%usage, the next turn's footer) reads the conversation as the compaction left it.
+    gauge = window_gauge(session.events(types=GAUGE_EVENT_TYPES))
+    assert gauge == Gauge(compaction.tokens_after, WINDOW)
     assert "Keep in particular: keep the numbers" in _texts(provider.requests[-1])[-1]
     await session.ask("Say three", cell_id="c3")
     assert _texts(provider.requests[-1]) == [

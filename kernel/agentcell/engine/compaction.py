@@ -42,7 +42,16 @@ if TYPE_CHECKING:
     from .deps import TurnDeps
     from .runner import TurnRunner
 
-__all__ = ["SUMMARY_SYSTEM", "Gauge", "compact", "compact_now", "context_window", "fit_window", "window_gauge"]
+__all__ = [
+    "GAUGE_EVENT_TYPES",
+    "SUMMARY_SYSTEM",
+    "Gauge",
+    "compact",
+    "compact_now",
+    "context_window",
+    "fit_window",
+    "window_gauge",
+]
 
 SUMMARY_SYSTEM = (
     "You write the summary that replaces the earlier part of a conversation between a user and an AI "
@@ -77,10 +86,14 @@ def context_window(resolved: ResolvedModel) -> int | None:
     return resolved.config.context_window or resolved.provider.context_window(resolved.model)
 
 
+GAUGE_EVENT_TYPES = ("span.model_request_start", "span.model_request_end", "session.context_compacted")
+"""The events :func:`window_gauge` reads (a caller asks the store for these only)."""
+
+
 def window_gauge(events: Iterable[Event]) -> Gauge | None:
     """The primary thread's latest answered request as a share of its model's window (input as the provider
-    reported it, and output, which the next request carries), from the session's spans; None when no request
-    with a known window was answered."""
+    reported it, and output, which the next request carries), or a compaction since, which left the
+    conversation at its ``tokens_after``; None when no request with a known window was answered."""
     window: int | None = None
     latest: Gauge | None = None
     for event in events:
@@ -91,6 +104,8 @@ def window_gauge(events: Iterable[Event]) -> Gauge | None:
         elif isinstance(event, SpanModelRequestEnd) and not event.is_error and window:
             usage = event.model_usage
             latest = Gauge(usage.total_input_tokens + usage.output_tokens, window)
+        elif isinstance(event, SessionContextCompacted) and event.window > 1:
+            latest = Gauge(event.tokens_after, event.window)
     return latest
 
 

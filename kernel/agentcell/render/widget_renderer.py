@@ -79,6 +79,15 @@ def turn_costs(session: Session, *, limit: int = SPARKLINE_TURNS) -> list[str]:
     return [str(c or 0) for c in costs[-limit:]]
 
 
+def window_now(session: Session) -> dict[str, int] | None:
+    """The conversation's gauge as a turn starts (its latest request or compaction against the model's
+    window), for the live footer before the turn's own first request ends; None when not known."""
+    from ..engine.compaction import GAUGE_EVENT_TYPES, window_gauge
+
+    gauge = window_gauge(session.events(types=GAUGE_EVENT_TYPES))
+    return None if gauge is None else {"tokens": gauge.tokens, "size": gauge.window}
+
+
 def output_price_mtok(session: Session) -> str | None:
     """The list price of a million output tokens of the session's model (for the live cost while a reply
     streams), None when the model has no known price."""
@@ -114,6 +123,7 @@ class WidgetRenderer:
             "preset": session.record.permissions,
             "turn_costs": turn_costs(session),
             "output_price_mtok": output_price_mtok(session),
+            "window": window_now(session),
         }
         self._code_sent: set[str] = set()
         """The parts of the widget's code this widget was sent (``code`` messages), each once."""
