@@ -45,11 +45,12 @@ const HANDLERS: Record<string, Handler> = {
   "widget.context": (state, item) => {
     state.context = item as ContextItem;
     state.model = state.model || str(item.model);
-    const gauge = state.context.window;
-    if (gauge && typeof gauge.tokens === "number" && typeof gauge.size === "number" && gauge.size > 0) {
-      state.windowTokens = gauge.tokens;
-      state.contextWindow = gauge.size;
-    }
+  },
+  // Live only: the session's gauge as the turn starts (its latest request), until one of the turn's ends.
+  "widget.window": (state, item) => {
+    if (typeof item.tokens !== "number" || typeof item.size !== "number" || item.size <= 0) return;
+    if (state.windowTokens === null) state.windowTokens = item.tokens;
+    if (state.contextWindow === null) state.contextWindow = item.size;
   },
   "widget.live": (state, item) => {
     state.live = true;

@@ -75,8 +75,6 @@ export interface ContextItem extends Item {
   turn_costs: string[];
   /** USD per million output tokens of the agent's model (a decimal string), when it has a known price. */
   output_price_mtok?: string | null;
-  /** The session's gauge as the turn starts: its latest answered request against the model's window. */
-  window?: { tokens: number; size: number } | null;
 }
 
 /** Kernel → browser custom message: a batch of items continuing the turn's log at `start`. */

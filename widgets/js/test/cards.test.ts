@@ -346,8 +346,8 @@ describe("the live footer", () => {
   it("shows how much of the context window the conversation uses while the turn runs", () => {
     const live = { type: "widget.live", approvals: true };
     const gauge = (items: Item[]): string => q(paint(items), ".ac-window").textContent ?? "";
-    // As the turn starts: the session's latest request, from the kernel's context item.
-    const opening = [context({ window: { tokens: 150_000, size: 200_000 } }), running(), live, requestStart({ context_window: 200_000 })];
+    // As the turn starts: the session's latest request, from the kernel's live-only item.
+    const opening = [context(), { type: "widget.window", tokens: 150_000, size: 200_000 }, running(), live, requestStart({ context_window: 200_000 })];
     expect(gauge(opening)).toBe("window 75% of 200k · ");
     // A request of this turn ended (the turn still runs: tool calls follow): its input and output.
     const answered = [...opening, usageEnd({ input_tokens: 120_000, cache_read_input_tokens: 50_000, output_tokens: 10_000 })];
