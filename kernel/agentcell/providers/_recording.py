@@ -19,9 +19,9 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._secrets import scrub, secret_values
 from ..errors import InvalidInputError
@@ -119,6 +119,9 @@ class Entry(_Model):
     minted_ids: list[str] = []
     """The thread and agent ids the request mentioned, in the fingerprint's order: the recorded run's
     ``thread-1``…, which a replay maps to its own (the engine mints them afresh on every run)."""
+    context_window: Annotated[int | None, Field(exclude_if=lambda value: value is None)] = None
+    """The model's window as the live provider reported it: a replay compacts where the recorded run did
+    without asking a provider. Absent when unknown (and in recordings made before it was kept)."""
 
     @property
     def usage(self) -> Usage:

@@ -251,9 +251,21 @@ class ReplayProvider(Provider):
         return super().input_token_bound(request)  # the byte bound is safe and needs no live provider
 
     def context_window(self, model: str) -> int | None:
-        # A replay builds no live provider to ask: it compacts where the model config names its window
-        # (context_window=N), which is what a notebook must say for its compactions to replay.
-        return self.live().context_window(model) if self.replayer.mode in ("off", "record") else None
+        # A replay builds no live provider to ask: the window the live provider reported is in the recording,
+        # so a replay compacts where the recorded run did. A recording without it (made before it was
+        # kept, or of a model whose window was unknown) compacts only where the model config names one.
+        replayer = self.replayer
+        if replayer.mode in ("off", "record"):
+            return self.live().context_window(model)
+        entries = replayer.recording.for_model(replayer.model_key(self.model_id))
+        if entries:
+            return next((e.context_window for e in reversed(entries) if e.context_window), None)
+        if replayer.mode == "replay":
+            return None
+        try:  # auto, nothing of this model recorded: it runs live, against the live provider's window
+            return self.live().context_window(model)
+        except UserError:
+            return None
 
     def estimate_input_tokens(self, request: ModelRequest) -> int:
         if self.replayer.mode in ("off", "record"):
@@ -347,6 +359,7 @@ class ReplayProvider(Provider):
                 prices=Prices.probe(pricing) if pricing is not None else Prices(),
                 seconds=round(time.perf_counter() - began, 3),
                 minted_ids=list(digest.minted_ids),
+                context_window=provider.context_window(request.model),
             )
         )
 
