@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentcell import ScriptedResponse, ScriptedText, ScriptedToolCall
+from agentcell import ScriptedProvider, ScriptedResponse, ScriptedText, ScriptedToolCall
 from agentcell import events as ev
 from agentcell.engine.compaction import GAUGE_EVENT_TYPES, SUMMARY_SYSTEM, Gauge, window_gauge
 from agentcell.engine.history import CLEARED_TOOL_RESULT
 from agentcell.providers.base import ModelRequest, TextPart, ToolResultPart
+from agentcell.providers.replay import Replayer
 from agentcell.tools import tool
 
-from .conftest import engine_over
+from .conftest import engine_over, engine_replaying
 
 WINDOW = 4000
 MODEL = {"id": "scripted", "context_window": WINDOW, "max_tokens": 256}
@@ -191,3 +192,47 @@ async def test_a_threads_conversation_is_compacted_in_the_thread_and_the_thread_
     assert len(spans) == 3  # the tool call, the summary, the answer
     assert all(page not in r.model_dump_json() for r in provider.requests if r.system == "coordinator")
     engine.close()
+
+
+class _Tokenizing(ScriptedProvider):
+    """Counts a request's tokens its own way (a quarter more than the byte estimate), as the local model's
+    tokenizer does, and reports its window, as the local model does its n_ctx."""
+
+    def estimate_input_tokens(self, request: ModelRequest) -> int:
+        return super().estimate_input_tokens(request) * 5 // 4
+
+
+async def test_a_replay_compacts_where_the_recorded_run_did_with_the_providers_window_and_count(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # The model config names no window; the provider's count passes the threshold where the byte estimate a
+    # replay could make alone would not: the recording must carry both for the replay to compact.
+    notebook = tmp_path / "long.ipynb"
+    script = [_said("Noted."), _said("SUMMARY: a long text about a fox."), _said("A fox.")]
+    model = {"id": "scripted", "max_tokens": 256}
+
+    async def run(db: str, mode: str, provider: ScriptedProvider | None) -> tuple[list[ev.Event], Replayer]:
+        replayer = Replayer.for_notebook(notebook, mode)  # type: ignore[arg-type]
+        engine = engine_replaying(tmp_path / db, workspace, replayer, provider)
+        session = engine.sessions.create(agent=engine.agents.create(name="a", model=model).id)
+        await session.ask(f"Keep this text: {LONG[:7800]}", cell_id="c1")  # ~86 % of the window, counted so
+        await session.ask("What was it about?", cell_id="c2")
+        events = list(session.events())
+        engine.close()
+        return events, replayer
+
+    recorded, _ = await run("record.db", "record", _Tokenizing(script, context_window=WINDOW))
+    replayed, replayer = await run("replay.db", "replay", None)
+
+    def compactions(events: list[ev.Event]) -> list[tuple[str | None, int, int, int]]:
+        return [
+            (e.summary, e.window, e.tokens_before, e.tokens_after)
+            for e in events
+            if isinstance(e, ev.SessionContextCompacted)
+        ]
+
+    [(summary, window, before, after)] = compactions(recorded)
+    assert summary == "SUMMARY: a long text about a fox." and window == WINDOW and before > 0.8 * WINDOW > after
+    assert replayer.misses == 0 and replayer.recording.answered == 3
+    assert compactions(replayed) == compactions(recorded)
+    assert [e.content for e in replayed if isinstance(e, ev.AgentMessage)][-1][0].text == "A fox."  # type: ignore[union-attr]

@@ -219,6 +219,8 @@ class ReplayProvider(Provider):
         self.model_id = model_id
         self._build = build
         self._live: Provider | None = None
+        self._estimates: dict[str, int] = {}
+        """Record mode: the live estimates asked since the latest entry (see ``Entry.estimates``)."""
 
     def __repr__(self) -> str:
         return f"ReplayProvider({self.model_id!r}, mode={self.replayer.mode!r})"
@@ -268,9 +270,16 @@ class ReplayProvider(Provider):
             return None
 
     def estimate_input_tokens(self, request: ModelRequest) -> int:
-        if self.replayer.mode in ("off", "record"):
+        replayer = self.replayer
+        if replayer.mode == "off":
             return self.live().estimate_input_tokens(request)
-        return super().estimate_input_tokens(request)
+        fingerprint = replayer.digest(self.model_id, request).fingerprint
+        if replayer.mode == "record":
+            estimate = self.live().estimate_input_tokens(request)
+            self._estimates[fingerprint] = estimate  # written with the next entry
+            return estimate
+        recorded = replayer.recording.estimate(fingerprint)
+        return recorded if recorded is not None else super().estimate_input_tokens(request)
 
     async def count_input_tokens(self, request: ModelRequest) -> int | None:
         if self.replayer.mode in ("off", "record"):
@@ -347,6 +356,7 @@ class ReplayProvider(Provider):
         # Only a complete response is recorded: a failed or interrupted attempt is retried or abandoned live,
         # and the replay answers the request with the response that finally came.
         usage = next((e.usage for e in reversed(events) if isinstance(e, UsageUpdate)), None)
+        self._estimates, estimates = {}, self._estimates
         replayer.recording.append(
             Entry(
                 fingerprint=digest.fingerprint,
@@ -360,6 +370,7 @@ class ReplayProvider(Provider):
                 seconds=round(time.perf_counter() - began, 3),
                 minted_ids=list(digest.minted_ids),
                 context_window=provider.context_window(request.model),
+                estimates=estimates,
             )
         )
 
