@@ -4,6 +4,7 @@ granted, refused, remembered for the session, cancelled mid-question; file tools
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,28 @@ async def test_text_and_thinking_stream_as_chunks_with_usage(
     assert [u.title for u in client.of(SessionInfoUpdate)] == ["hello"]
     names = {c.name for u in client.of(AvailableCommandsUpdate) for c in u.available_commands}
     assert {"model", "budget", "usage", "outcome", "permissions"} <= names
+
+
+async def test_usage_update_carries_the_window_the_provider_reports_and_the_tokens_the_conversation_uses(
+    acp_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    # The scripted provider reports a 50,000-token window for its model, as a real provider's metadata does;
+    # the session's model config names none, so the gauge's size can only come from the provider.
+    replies = [
+        {"steps": [{"kind": "text", "text": "First."}], "usage": {"input_tokens": 1200, "output_tokens": 34}},
+        {"steps": [{"kind": "text", "text": "Second."}], "usage": {"input_tokens": 1300, "output_tokens": 21}},
+    ]
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"responses": replies, "context_window": 50_000}))
+    acp_env["AGENTCELL_MODEL"] = f"scripted:{path}"
+    async with acp_agent(acp_env) as agent:
+        session = await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])
+        for prompt in ("one", "two"):
+            answer = await agent.conn.prompt(session_id=session.session_id, prompt=[text_block(prompt)])
+            assert answer.stop_reason == "end_turn"
+    gauges = [(u.used, u.size) for u in agent.client.of(UsageUpdate)]
+    assert gauges[-1] == (1300 + 21, 50_000)
+    assert (1200 + 34, 50_000) in gauges  # after the first turn: its request's input and output
 
 
 async def test_a_tool_call_asks_permission_and_runs_when_allowed(

@@ -1,8 +1,10 @@
 """The running turn's footer in a real JupyterLab (issue 14, 4): what it waits for before the first token,
-then output counting up as it streams, and the elapsed time ticking."""
+then output counting up as it streams, and the elapsed time ticking; and how much of the model's context
+window the conversation uses, while the turn runs (issue 36)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -45,3 +47,40 @@ def test_the_footer_says_what_it_waits_for_then_counts_up(page: Page, lab: Lab) 
     wait_cell_done(page, 1)
     expect(turn(page, 1).locator(".ac-turn-status")).to_have_text("done", timeout=30_000)
     assert turn(page, 1).locator(".ac-progress").count() == 0  # the estimate gave way to the request's usage
+
+
+def test_the_footer_shows_the_context_window_gauge_while_the_turn_runs(page: Page, lab: Lab) -> None:
+    # The scripted provider reports a 100,000-token window, as a real provider's metadata does; its usage
+    # figures stand for what the provider reported.
+    slow_tool = {"kind": "tool_call", "name": "python", "input": {"code": "import time\ntime.sleep(6)"}}
+    responses = [
+        {"steps": [{"kind": "text", "text": "Read."}], "usage": {"input_tokens": 52_000, "output_tokens": 500}},
+        {
+            "steps": [{"kind": "delay", "seconds": 4}, slow_tool],
+            "usage": {"input_tokens": 70_000, "cache_read_input_tokens": 5_000, "output_tokens": 600},
+        },
+        {"steps": [{"kind": "text", "text": "Slept."}], "usage": {"input_tokens": 76_000, "output_tokens": 50}},
+    ]
+    path = lab.root / "gauge.script.json"
+    path.write_text(json.dumps({"responses": responses, "context_window": 100_000}))
+    write_notebook(lab, "gauge.ipynb", [f"%model scripted:{path}", "Read this.", "Now sleep."])
+    open_notebook(page, lab, "gauge.ipynb")
+    for index in (0, 1):
+        run_cell(page, index)
+        wait_cell_done(page, index)
+    expect(turn(page, 1).locator(".ac-cost .ac-window")).to_have_text("window 53% of 100k · ")
+    run_cell(page, 2)
+    view = turn(page, 2)
+    status = view.locator(".ac-turn-status")
+    gauge = view.locator(".ac-cost .ac-window")
+    # While the first request waits: the conversation as the previous turn left it.
+    expect(view.locator(".ac-progress")).to_contain_text("waiting for scripted", timeout=15_000)
+    expect(gauge).to_have_text("window 53% of 100k · ")
+    # While the tool runs, its request answered: that request's input and output.
+    expect(view.locator(".ac-tool")).to_be_visible(timeout=15_000)
+    expect(gauge).to_have_text("window 76% of 100k · ", timeout=5_000)
+    assert status.inner_text() != "done"
+    screenshot(page, "live-footer-window-gauge")
+    wait_cell_done(page, 2)
+    expect(status).to_have_text("done", timeout=30_000)
+    expect(gauge).to_have_text("window 76% of 100k · ")  # 76,000 + 50 of the last request

@@ -10,6 +10,7 @@ import pytest
 from agentcell import Engine, ScriptedProvider, ScriptedResponse, ScriptedToolCall, TextBlock
 from agentcell import events as ev
 from agentcell.providers.base import ModelRequest, TextPart, ToolResultPart
+from agentcell.providers.replay import Replayer
 from agentcell.providers.scripted import ScriptSource
 from agentcell.tools import PermissionPolicy, ToolRegistry
 from agentcell.usage import Pricing, flat_pricing
@@ -42,6 +43,17 @@ def engine_over(
     provider = ScriptedProvider(script, pricing=pricing)
     engine = Engine(db, providers={"scripted": provider}, tools=registry, **options)  # type: ignore[arg-type]
     return engine, provider, registry
+
+
+def engine_replaying(db: Path, workspace: Path, replayer: Replayer, provider: ScriptedProvider | None) -> Engine:
+    """:func:`engine_over` with ``scripted`` served through ``replayer``: live from ``provider``, or, for None,
+    from a provider that cannot be built (what a replay answers, it answers from the recording alone)."""
+    engine, _, _ = engine_over(db, workspace, replay=replayer)
+    if provider is not None:
+        engine.providers.register("scripted", provider)
+    else:
+        engine.providers.register("scripted", lambda _config: (_ for _ in ()).throw(RuntimeError("no model")))
+    return engine
 
 
 def verdict(result: str, explanation: str) -> ScriptedResponse:

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentcell import ScriptedResponse, ScriptedText, ScriptedToolCall
+from agentcell import ScriptedProvider, ScriptedResponse, ScriptedText, ScriptedToolCall
 from agentcell import events as ev
+from agentcell.engine.compaction import GAUGE_EVENT_TYPES, SUMMARY_SYSTEM, Gauge, window_gauge
 from agentcell.engine.history import CLEARED_TOOL_RESULT
 from agentcell.providers.base import ModelRequest, TextPart, ToolResultPart
+from agentcell.providers.replay import Replayer
+from agentcell.tools import tool
 
-from .conftest import engine_over
+from .conftest import engine_over, engine_replaying
 
 WINDOW = 4000
 MODEL = {"id": "scripted", "context_window": WINDOW, "max_tokens": 256}
@@ -103,6 +106,9 @@ async def test_compact_by_hand_and_a_rerun_above_it_leaves_it_with_its_turns(db_
 
     compaction = await session.compact("keep the numbers")
     assert compaction is not None and compaction.trigger == "manual" and compaction.kept_from is None
+    # The gauge (%usage, the next turn's footer) reads the conversation as the compaction left it.
+    gauge = window_gauge(session.events(types=GAUGE_EVENT_TYPES))
+    assert gauge == Gauge(compaction.tokens_after, WINDOW)
     assert "Keep in particular: keep the numbers" in _texts(provider.requests[-1])[-1]
     await session.ask("Say three", cell_id="c3")
     assert _texts(provider.requests[-1]) == [
@@ -126,3 +132,107 @@ async def test_a_cell_larger_than_the_window_is_refused_before_anything_is_sent(
     [error] = session.events(types=["session.error"])
     assert error.error.type == "context_window_exceeded"  # type: ignore[union-attr]
     engine.close()
+
+
+async def test_a_threads_conversation_is_compacted_in_the_thread_and_the_thread_goes_on_from_the_summary(
+    db_path: Path, workspace: Path
+) -> None:
+    # A thread of a multi-agent session reads a page that fills its model's window: before its next request
+    # the thread's own conversation (task and work) is summarised, in the thread; the coordinator's is not.
+    page = "A line of the page the worker fetched, long enough to matter. " * 220  # ~14,000 characters
+    summary = "SUMMARY: the worker fetched a long page about lines."
+
+    def script(request: ModelRequest) -> ScriptedResponse:
+        texts = _texts(request)
+        if request.system == SUMMARY_SYSTEM:
+            return _said(summary)
+        if request.system == "worker":
+            if len(texts) == 1 and texts[0].startswith("user: read the page"):
+                return ScriptedResponse(steps=[ScriptedToolCall(name="fetch_page", input={})])
+            return _said("The page is about lines.")
+        results = [p for m in request.messages for p in m.content if isinstance(p, ToolResultPart)]
+        if not results:
+            return ScriptedResponse(steps=[ScriptedToolCall(name="spawn_thread", input={"task": "read the page"})])
+        if len(results) == 1:
+            return ScriptedResponse(steps=[ScriptedToolCall(name="wait_thread", input={})])
+        return _said("Done.")
+
+    engine, provider, registry = engine_over(db_path, workspace, script)
+
+    @tool(registry=registry)
+    def fetch_page() -> str:
+        """Fetch the page."""
+        return page
+
+    worker = engine.agents.create(name="worker", model=MODEL, system="worker")
+    lead = engine.agents.create(
+        name="lead", model="scripted", system="coordinator", multiagent={"agents": [{"id": worker.id}]}
+    )
+    session = engine.sessions.create(agent=lead.id)
+    result = await session.ask("Have the worker read the page.", cell_id="c1")
+
+    assert result.stop_reason == ev.EndTurn() and result.text == "Done."
+    [created] = [e for e in result.events if isinstance(e, ev.SessionThreadCreated)]
+    [compaction] = _compactions(session)
+    assert compaction.thread_id == created.session_thread_id and compaction.summary == summary
+    assert compaction.trigger == "threshold" and compaction.kept_from is None and compaction.turn_id is None
+    assert compaction.tokens_before > 0.8 * WINDOW > compaction.tokens_after
+    worker_requests = [r for r in provider.requests if r.system == "worker"]
+    summary_request = next(r for r in provider.requests if r.system == SUMMARY_SYSTEM)
+    # The summary request read the page (the result the worker had not answered yet); the worker's next
+    # request carries exactly the summary in place of its task and the page.
+    assert page in summary_request.model_dump_json()
+    assert _texts(worker_requests[-1]) == [
+        "user: [A summary of the conversation so far, made when it outgrew the context window]\n" + summary
+    ]
+    # The summary request was the thread's, billed in it; the coordinator's conversation was not compacted.
+    spans = [
+        e for e in result.events if isinstance(e, ev.SpanModelRequestEnd) and e.thread_id == created.session_thread_id
+    ]
+    assert len(spans) == 3  # the tool call, the summary, the answer
+    assert all(page not in r.model_dump_json() for r in provider.requests if r.system == "coordinator")
+    engine.close()
+
+
+class _Tokenizing(ScriptedProvider):
+    """Counts a request's tokens its own way (a quarter more than the byte estimate), as the local model's
+    tokenizer does, and reports its window, as the local model does its n_ctx."""
+
+    def estimate_input_tokens(self, request: ModelRequest) -> int:
+        return super().estimate_input_tokens(request) * 5 // 4
+
+
+async def test_a_replay_compacts_where_the_recorded_run_did_with_the_providers_window_and_count(
+    tmp_path: Path, workspace: Path
+) -> None:
+    # The model config names no window; the provider's count passes the threshold where the byte estimate a
+    # replay could make alone would not: the recording must carry both for the replay to compact.
+    notebook = tmp_path / "long.ipynb"
+    script = [_said("Noted."), _said("SUMMARY: a long text about a fox."), _said("A fox.")]
+    model = {"id": "scripted", "max_tokens": 256}
+
+    async def run(db: str, mode: str, provider: ScriptedProvider | None) -> tuple[list[ev.Event], Replayer]:
+        replayer = Replayer.for_notebook(notebook, mode)  # type: ignore[arg-type]
+        engine = engine_replaying(tmp_path / db, workspace, replayer, provider)
+        session = engine.sessions.create(agent=engine.agents.create(name="a", model=model).id)
+        await session.ask(f"Keep this text: {LONG[:7800]}", cell_id="c1")  # ~86 % of the window, counted so
+        await session.ask("What was it about?", cell_id="c2")
+        events = list(session.events())
+        engine.close()
+        return events, replayer
+
+    recorded, _ = await run("record.db", "record", _Tokenizing(script, context_window=WINDOW))
+    replayed, replayer = await run("replay.db", "replay", None)
+
+    def compactions(events: list[ev.Event]) -> list[tuple[str | None, int, int, int]]:
+        return [
+            (e.summary, e.window, e.tokens_before, e.tokens_after)
+            for e in events
+            if isinstance(e, ev.SessionContextCompacted)
+        ]
+
+    [(summary, window, before, after)] = compactions(recorded)
+    assert summary == "SUMMARY: a long text about a fox." and window == WINDOW and before > 0.8 * WINDOW > after
+    assert replayer.misses == 0 and replayer.recording.answered == 3
+    assert compactions(replayed) == compactions(recorded)
+    assert [e.content for e in replayed if isinstance(e, ev.AgentMessage)][-1][0].text == "A fox."  # type: ignore[union-attr]

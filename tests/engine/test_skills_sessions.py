@@ -17,7 +17,7 @@ from agentcell.providers.replay import Replayer
 from agentcell.records.skill import MAX_SESSION_SKILLS
 
 from ..skill_folders import skill_folder
-from .conftest import engine_over, prompt_text, text_of
+from .conftest import engine_over, engine_replaying, prompt_text, text_of
 from .test_skills import activate, results, say
 
 
@@ -183,11 +183,7 @@ def test_a_replayed_turn_activates_the_same_skill_text_without_a_model(tmp_path:
 
     def run(db: str, mode: str, provider: ScriptedProvider | None) -> tuple[list[ev.Event], Replayer]:
         replayer = Replayer.for_notebook(notebook, mode)  # type: ignore[arg-type]
-        engine, _, _ = engine_over(tmp_path / db, workspace, replay=replayer)
-        if provider is not None:
-            engine.providers.register("scripted", provider)
-        else:
-            engine.providers.register("scripted", lambda _config: (_ for _ in ()).throw(RuntimeError("no model")))
+        engine = engine_replaying(tmp_path / db, workspace, replayer, provider)
         folder = skill_folder(tmp_path / "src", "csv-style", body="Three bullets, always.")
         skill = engine.skills.create(folder)
         agent = engine.agents.create(name="nb", model="scripted", skills=[skill.id])

@@ -92,3 +92,30 @@ def test_a_turn_near_the_window_is_compacted_first_shown_and_replayed_identicall
         replayed = _notebook(kc)
     assert all(run.status == "ok" for run in replayed), [run.reply for run in replayed]
     assert [_seen(run) for run in replayed] == [_seen(run) for run in recorded]
+
+
+def test_a_compaction_at_the_window_the_provider_reported_replays_identically(
+    kernel_env: dict[str, str], tmp_path: Path
+) -> None:
+    # No context_window in the model config: the window is the provider's report (the scripted provider
+    # stands for a real one's model metadata). The replay asks no provider, so it must have it from the
+    # recording to compact where the recorded run did.
+    script = tmp_path / "script.json"
+    replies = ["Noted.", SUMMARY, "A fox."]
+    responses = [{"steps": [{"kind": "text", "text": text}]} for text in replies]
+    script.write_text(json.dumps({"responses": responses, "context_window": 4000}))
+    cells = [f"%model scripted:{script} max_tokens=256", f"Keep this text: {LONG}", "What was it about?"]
+    kernel_env.update(AGENTCELL_REPLAY="record")
+    with running_kernel(kernel_env, cwd=tmp_path) as (_, kc):
+        recorded = [execute(kc, cell, timeout=60) for cell in cells]
+    assert all(run.status == "ok" for run in recorded), [run.reply for run in recorded]
+    [card] = [e for e in _events(recorded[2]) if e["type"] == "session.context_compacted"]
+    assert card["summary"] == SUMMARY and card["window"] == 4000
+
+    script.unlink()  # nothing live could answer, or tell the window
+    kernel_env.update(AGENTCELL_REPLAY="replay")
+    with running_kernel(kernel_env, cwd=tmp_path) as (_, kc):
+        replayed = [execute(kc, cell, timeout=60) for cell in cells]
+    assert all(run.status == "ok" for run in replayed), [run.reply for run in replayed]
+    assert [_seen(run) for run in replayed] == [_seen(run) for run in recorded]
+    assert _seen(replayed[2])[0][:2] == ["compacted", SUMMARY]

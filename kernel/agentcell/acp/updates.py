@@ -4,7 +4,9 @@ Text previews become ``agent_message_chunk`` (the buffered message is then not s
 becomes ``agent_thought_chunk``, a tool use a ``tool_call`` (pending; in progress once it may run) and its
 result a ``tool_call_update`` (completed or failed, with its output, and a diff for edits). Spawned threads
 and outcomes are tool calls of their own, under the thread's and the outcome's ids. Usage becomes
-``usage_update`` with the session's list cost after each request.
+``usage_update`` with the session's list cost after each request, and the context window's gauge: ``used``,
+the tokens the primary thread's latest request carried (input and output, which the next request carries),
+and ``size``, the window the engine measured it against.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ from ..events import (
     SessionThreadStatusIdle,
     SessionUsageEvent,
     SpanModelRequestEnd,
+    SpanModelRequestStart,
     StreamItem,
     TextBlock,
     UserDefineOutcome,
@@ -69,7 +72,10 @@ LOCAL_N_CTX = 4096
 
 
 def context_window(model: ModelConfig) -> int:
-    """The model's context window in tokens (a typical size where the provider does not say)."""
+    """The model's context window in tokens before any request reported one: the model config's, else a
+    typical size for its family."""
+    if model.context_window:
+        return model.context_window
     if model.id.startswith("local"):
         n_ctx = model.extra.get("n_ctx", LOCAL_N_CTX)
         return n_ctx if isinstance(n_ctx, int) else LOCAL_N_CTX
@@ -131,6 +137,9 @@ class UpdateMapper:
         self._threads: dict[str, _Thread] = {}
         self._outcomes: set[str] = set()
         self._used = 0
+        self._window: int | None = None
+        """The window the engine measured the primary thread's latest request against (model config, else the
+        provider's report); None until a request says it."""
         self.provider_stop: str | None = None
         """The provider's stop reason for the primary thread's latest request (max_tokens, refusal...)."""
 
@@ -175,7 +184,10 @@ class UpdateMapper:
         known = usage.list_cost is not None and usage.cost_known  # an unknown cost is not sent as a figure
         cost = Cost(amount=float(usage.spent), currency="USD") if known else None
         return UsageUpdate(
-            session_update="usage_update", used=self._used, size=context_window(self._model()), cost=cost
+            session_update="usage_update",
+            used=self._used,
+            size=self._window or context_window(self._model()),
+            cost=cost,
         )
 
     # ------------------------------------------------------------------------------------------ events
@@ -204,10 +216,13 @@ class UpdateMapper:
                 )
             case AgentCustomToolUse():
                 return self._tool_use(item.id, item.name, item.input, thread, False)
+            case SpanModelRequestStart() if thread is None:
+                self._window = item.context_window or self._window
+                return []
             case SpanModelRequestEnd():
-                usage = item.model_usage
-                self._used = usage.total_input_tokens + usage.output_tokens
-                if thread is None:
+                if thread is None:  # a thread's requests fill its own window, not the session's
+                    usage = item.model_usage
+                    self._used = usage.total_input_tokens + usage.output_tokens
                     self.provider_stop = item.stop_reason
                 if replay:
                     return []

@@ -42,7 +42,16 @@ if TYPE_CHECKING:
     from .deps import TurnDeps
     from .runner import TurnRunner
 
-__all__ = ["SUMMARY_SYSTEM", "Gauge", "compact", "compact_now", "context_window", "fit_window", "window_gauge"]
+__all__ = [
+    "GAUGE_EVENT_TYPES",
+    "SUMMARY_SYSTEM",
+    "Gauge",
+    "compact",
+    "compact_now",
+    "context_window",
+    "fit_window",
+    "window_gauge",
+]
 
 SUMMARY_SYSTEM = (
     "You write the summary that replaces the earlier part of a conversation between a user and an AI "
@@ -77,10 +86,14 @@ def context_window(resolved: ResolvedModel) -> int | None:
     return resolved.config.context_window or resolved.provider.context_window(resolved.model)
 
 
+GAUGE_EVENT_TYPES = ("span.model_request_start", "span.model_request_end", "session.context_compacted")
+"""The events :func:`window_gauge` reads (a caller asks the store for these only)."""
+
+
 def window_gauge(events: Iterable[Event]) -> Gauge | None:
     """The primary thread's latest answered request as a share of its model's window (input as the provider
-    reported it, and output, which the next request carries), from the session's spans; None when no request
-    with a known window was answered."""
+    reported it, and output, which the next request carries), or a compaction since, which left the
+    conversation at its ``tokens_after``; None when no request with a known window was answered."""
     window: int | None = None
     latest: Gauge | None = None
     for event in events:
@@ -91,6 +104,8 @@ def window_gauge(events: Iterable[Event]) -> Gauge | None:
         elif isinstance(event, SpanModelRequestEnd) and not event.is_error and window:
             usage = event.model_usage
             latest = Gauge(usage.total_input_tokens + usage.output_tokens, window)
+        elif isinstance(event, SessionContextCompacted) and event.window > 1:
+            latest = Gauge(event.tokens_after, event.window)
     return latest
 
 
@@ -98,7 +113,7 @@ async def fit_window(runner: TurnRunner, resolved: ResolvedModel, request: Model
     """``request``, compacted first when its footprint passes the threshold of the window. Raises
     TurnFailedError (its ``session.error`` emitted) when it cannot be brought under the window."""
     window = context_window(resolved)
-    if window is None or runner.thread_id is not None:
+    if window is None:
         return request
     provider = resolved.provider
     limit = resolved.config.compact_at * window
@@ -108,7 +123,8 @@ async def fit_window(runner: TurnRunner, resolved: ResolvedModel, request: Model
     for step in ("clear", "summarise"):
         event = await compact(runner, resolved, request, trigger="threshold", steps=(step,))
         if event is not None:
-            request = request.model_copy(update={"messages": log.history(None).messages()})
+            history = log.history(runner.thread_id)
+            request = request.model_copy(update={"messages": history.messages(images=resolved.config.images)})
             if event.tokens_after <= limit:
                 return request
     tokens = provider.estimate_input_tokens(request)
@@ -121,7 +137,7 @@ async def fit_window(runner: TurnRunner, resolved: ResolvedModel, request: Model
         "(model={'id': ..., 'context_window': ...} when the provider does not know it)"
     )
     info = ErrorInfo(type="context_window_exceeded", message=message, retry_status="terminal")
-    log.emit(log.make(SessionError, thread_id=None, error=info))
+    log.emit(log.make(SessionError, thread_id=runner.thread_id, error=info))
     raise TurnFailedError(message)
 
 
@@ -134,27 +150,39 @@ async def compact(
     instructions: str | None = None,
     steps: tuple[str, ...] = ("clear", "summarise"),
 ) -> SessionContextCompacted | None:
-    """Compact the primary thread's conversation and emit the event; None when there was nothing to do.
+    """Compact the runner's thread's conversation and emit the event; None when there was nothing to do.
     ``request`` is the one about to be sent (its system prompt and tools are measured with it). On a
-    threshold, the latest turn stays verbatim; by hand (``%compact``) the summary covers everything."""
+    threshold, the primary thread's latest turn stays verbatim; by hand (``%compact``) the summary covers
+    everything. A multi-agent thread has one task, and what grows is its own work on it: its summary covers
+    everything, task included, and only the results its model has not seen yet are never cleared."""
     log = runner.log
+    thread = runner.thread_id
     window = context_window(resolved) or 0
-    turns = log.path().turns
-    if not turns:
-        return None
-    kept_from = turns[-1].id if trigger == "threshold" else None
-    covered = turns[:-1] if kept_from is not None else turns
-    if not covered:
-        return None
+    kept_from: str | None = None
+    turn_id: str | None = None  # a thread's events leave the path with the primary turn they ran in
+    if thread is None:
+        turns = log.path().turns
+        if not turns:
+            return None
+        kept_from = turns[-1].id if trigger == "threshold" else None
+        covered = turns[:-1] if kept_from is not None else turns
+        if not covered:
+            return None
+        turn_id = covered[-1].id
     provider = resolved.provider
     before = provider.estimate_input_tokens(request)
-    last_event_id, old_results = _covered_events(log, kept_from)
+    last = request.messages[-1] if request.messages else None
+    unseen = (
+        {p.call_id for p in last.content if isinstance(p, ToolResultPart)} if last and last.role == "user" else set()
+    )
+    last_event_id, old_results = _covered_events(log, thread, kept_from, unseen)
     if last_event_id is None:
         return None
     fields = {
+        "thread_id": thread,
         "trigger": trigger,
         "last_event_id": last_event_id,
-        "turn_id": covered[-1].id,
+        "turn_id": turn_id,
         "instructions": instructions,
         "window": max(window, 1),
         "tokens_before": before,
@@ -171,7 +199,7 @@ async def compact(
         )
         log.emit(event)
         return event
-    prefix = log.history(None).before(kept_from)
+    prefix = log.history(thread).before(kept_from)
     if not prefix:
         return None
     ask = _SUMMARY_REQUEST + (f" Keep in particular: {instructions}" if instructions else "")
@@ -222,14 +250,17 @@ async def compact_now(
     return await compact(runner, resolved, request, trigger="manual", instructions=instructions)
 
 
-def _covered_events(log: SessionLog, kept_from: str | None) -> tuple[str | None, dict[str, str]]:
-    """The last history event of the primary thread before ``kept_from`` (or the last one), and the tool
-    results before it worth clearing, not cleared yet (event id: the provider's call id)."""
+def _covered_events(
+    log: SessionLog, thread: str | None, kept_from: str | None, unseen: set[str]
+) -> tuple[str | None, dict[str, str]]:
+    """The last history event of ``thread`` before ``kept_from`` (or the last one), and the tool results
+    before it worth clearing, not cleared yet and not ``unseen`` (call ids whose results the model has not
+    read yet) (event id: the provider's call id)."""
     last: str | None = None
     call_ids: dict[str, str] = {}
     results: dict[str, str] = {}
     for event in log.events(types=HISTORY_EVENT_TYPES):
-        if event.thread_id is not None:
+        if event.thread_id != thread:
             continue
         if event.id == kept_from:
             break
@@ -237,7 +268,9 @@ def _covered_events(log: SessionLog, kept_from: str | None) -> tuple[str | None,
         if isinstance(event, AgentToolUse):
             call_ids[event.id] = event.call_id
         elif isinstance(event, AgentToolResult) and _chars(event.content) >= _STUB_MIN_CHARS:
-            results[event.id] = call_ids.get(event.tool_use_id, event.tool_use_id)
+            call_id = call_ids.get(event.tool_use_id, event.tool_use_id)
+            if call_id not in unseen:
+                results[event.id] = call_id
         elif isinstance(event, SessionContextCompacted):
             for cleared in event.cleared_tool_results:
                 results.pop(cleared, None)

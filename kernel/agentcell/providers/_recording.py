@@ -19,9 +19,9 @@ import threading
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._secrets import scrub, secret_values
 from ..errors import InvalidInputError
@@ -119,6 +119,13 @@ class Entry(_Model):
     minted_ids: list[str] = []
     """The thread and agent ids the request mentioned, in the fingerprint's order: the recorded run's
     ``thread-1``…, which a replay maps to its own (the engine mints them afresh on every run)."""
+    context_window: Annotated[int | None, Field(exclude_if=lambda value: value is None)] = None
+    """The model's window as the live provider reported it: a replay compacts where the recorded run did
+    without asking a provider. Absent when unknown (and in recordings made before it was kept)."""
+    estimates: Annotated[dict[str, int], Field(exclude_if=lambda value: not value)] = {}
+    """The live provider's token estimates of the requests it was asked about since the previous entry (by
+    fingerprint; some never sent, as the one a compaction replaced): a replay measures them the same, though
+    its own count differs (the local model's tokenizer), so it compacts where the recorded run did."""
 
     @property
     def usage(self) -> Usage:
@@ -251,6 +258,11 @@ class Recording:
             done = self._taken.get(fingerprint, 0)
             self._taken[fingerprint] = done + 1
             return matches[done % len(matches)]
+
+    def estimate(self, fingerprint: str) -> int | None:
+        """The live provider's recorded estimate of that request's tokens; None when none was kept."""
+        with self._lock:
+            return next((e.estimates[fingerprint] for e in self._entries if fingerprint in e.estimates), None)
 
     def rewind(self) -> None:
         """Answer from the first entry again (a new run of the notebook)."""

@@ -219,6 +219,8 @@ class ReplayProvider(Provider):
         self.model_id = model_id
         self._build = build
         self._live: Provider | None = None
+        self._estimates: dict[str, int] = {}
+        """Record mode: the live estimates asked since the latest entry (see ``Entry.estimates``)."""
 
     def __repr__(self) -> str:
         return f"ReplayProvider({self.model_id!r}, mode={self.replayer.mode!r})"
@@ -251,14 +253,33 @@ class ReplayProvider(Provider):
         return super().input_token_bound(request)  # the byte bound is safe and needs no live provider
 
     def context_window(self, model: str) -> int | None:
-        # A replay builds no live provider to ask: it compacts where the model config names its window
-        # (context_window=N), which is what a notebook must say for its compactions to replay.
-        return self.live().context_window(model) if self.replayer.mode in ("off", "record") else None
+        # A replay builds no live provider to ask: the window the live provider reported is in the recording,
+        # so a replay compacts where the recorded run did. A recording without it (made before it was
+        # kept, or of a model whose window was unknown) compacts only where the model config names one.
+        replayer = self.replayer
+        if replayer.mode in ("off", "record"):
+            return self.live().context_window(model)
+        entries = replayer.recording.for_model(replayer.model_key(self.model_id))
+        if entries:
+            return next((e.context_window for e in reversed(entries) if e.context_window), None)
+        if replayer.mode == "replay":
+            return None
+        try:  # auto, nothing of this model recorded: it runs live, against the live provider's window
+            return self.live().context_window(model)
+        except UserError:
+            return None
 
     def estimate_input_tokens(self, request: ModelRequest) -> int:
-        if self.replayer.mode in ("off", "record"):
+        replayer = self.replayer
+        if replayer.mode == "off":
             return self.live().estimate_input_tokens(request)
-        return super().estimate_input_tokens(request)
+        fingerprint = replayer.digest(self.model_id, request).fingerprint
+        if replayer.mode == "record":
+            estimate = self.live().estimate_input_tokens(request)
+            self._estimates[fingerprint] = estimate  # written with the next entry
+            return estimate
+        recorded = replayer.recording.estimate(fingerprint)
+        return recorded if recorded is not None else super().estimate_input_tokens(request)
 
     async def count_input_tokens(self, request: ModelRequest) -> int | None:
         if self.replayer.mode in ("off", "record"):
@@ -335,6 +356,7 @@ class ReplayProvider(Provider):
         # Only a complete response is recorded: a failed or interrupted attempt is retried or abandoned live,
         # and the replay answers the request with the response that finally came.
         usage = next((e.usage for e in reversed(events) if isinstance(e, UsageUpdate)), None)
+        self._estimates, estimates = {}, self._estimates
         replayer.recording.append(
             Entry(
                 fingerprint=digest.fingerprint,
@@ -347,6 +369,8 @@ class ReplayProvider(Provider):
                 prices=Prices.probe(pricing) if pricing is not None else Prices(),
                 seconds=round(time.perf_counter() - began, 3),
                 minted_ids=list(digest.minted_ids),
+                context_window=provider.context_window(request.model),
+                estimates=estimates,
             )
         )
 

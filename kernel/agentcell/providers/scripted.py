@@ -6,7 +6,8 @@ tool calls, delays, errors) with optional usage and stop reason. When the script
 is none, the provider echoes the latest user text: ``You said: ...``.
 
 Select it with the model name ``scripted``, or ``scripted:/path/to/script.json`` to load a script file
-(a JSON list of responses, or ``{"responses": [...], "pricing": {...}}``).
+(a JSON list of responses, or ``{"responses": [...], "pricing": {...}, "context_window": N}``, where the
+window stands for what a real provider reports about its model).
 """
 
 from __future__ import annotations
@@ -124,6 +125,7 @@ class ScriptedResponse(BaseModel):
 ScriptSource: TypeAlias = Sequence[ScriptedResponse] | Callable[[ModelRequest], ScriptedResponse]
 
 _responses_adapter: TypeAdapter[list[ScriptedResponse]] = TypeAdapter(list[ScriptedResponse])
+_window_adapter: TypeAdapter[int | None] = TypeAdapter(Annotated[int, Field(ge=256)] | None)
 
 
 class ScriptedProvider(Provider):
@@ -134,10 +136,16 @@ class ScriptedProvider(Provider):
     name = "scripted"
 
     def __init__(
-        self, script: ScriptSource | None = None, *, pricing: Pricing = FREE, keep_requests: bool = True
+        self,
+        script: ScriptSource | None = None,
+        *,
+        pricing: Pricing = FREE,
+        keep_requests: bool = True,
+        context_window: int | None = None,
     ) -> None:
         self._script = script
         self._pricing = pricing
+        self._context_window = context_window
         self._lock = threading.Lock()
         self._next = 0
         self._keep_requests = keep_requests
@@ -145,26 +153,33 @@ class ScriptedProvider(Provider):
 
     @classmethod
     def from_file(cls, path: str | Path, *, keep_requests: bool = True) -> ScriptedProvider:
-        """Load ``[response, ...]`` or ``{"responses": [...], "pricing": {"input_mtok": .., ...}}``."""
+        """Load ``[response, ...]`` or ``{"responses": [...], "pricing": {"input_mtok": .., ...},
+        "context_window": N}``."""
         try:
             data = json.loads(Path(path).read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise InvalidInputError(f"cannot read the script {path}: {exc}") from exc
         pricing = FREE
+        window: int | None = None
         try:
             if isinstance(data, dict):
                 prices = data.get("pricing")
                 if prices:
                     pricing = flat_pricing(**{k: Decimal(str(v)) for k, v in prices.items()})
+                window = _window_adapter.validate_python(data.get("context_window"))
                 data = data.get("responses", [])
             responses = _responses_adapter.validate_python(data)
         except (TypeError, ValueError, AttributeError, ArithmeticError) as exc:  # ValidationError is a ValueError
             raise InvalidInputError(f"the script {path} is not valid: {exc}") from exc
-        return cls(responses, pricing=pricing, keep_requests=keep_requests)
+        return cls(responses, pricing=pricing, keep_requests=keep_requests, context_window=window)
 
     def pricing(self, model: str) -> Pricing:
         del model
         return self._pricing
+
+    def context_window(self, model: str) -> int | None:
+        del model
+        return self._context_window
 
     def _take(self, request: ModelRequest) -> ScriptedResponse:
         with self._lock:

@@ -79,6 +79,16 @@ def turn_costs(session: Session, *, limit: int = SPARKLINE_TURNS) -> list[str]:
     return [str(c or 0) for c in costs[-limit:]]
 
 
+def window_now(session: Session) -> dict[str, Any] | None:
+    """The ``widget.window`` item: the conversation's gauge as a turn starts (its latest request or
+    compaction against the model's window), for the live footer before the turn's own first request ends;
+    None when not known. Live only: once a request of the turn ended, the saved turn has its own."""
+    from ..engine.compaction import GAUGE_EVENT_TYPES, window_gauge
+
+    gauge = window_gauge(session.events(types=GAUGE_EVENT_TYPES))
+    return None if gauge is None else {"type": "widget.window", "tokens": gauge.tokens, "size": gauge.window}
+
+
 def output_price_mtok(session: Session) -> str | None:
     """The list price of a million output tokens of the session's model (for the live cost while a reply
     streams), None when the model has no known price."""
@@ -122,6 +132,8 @@ class WidgetRenderer:
         self._sent = 1  # the context travels in the widget's initial state
         self._final: list[dict[str, Any]] = [context]
         """The compact durable log: the log without previews, set as the widget's state at the end."""
+        if (window := window_now(session)) is not None:
+            self._log.append(window)  # sent with the first batch; not in the saved state (self._final)
         self.widget = TurnWidget(items=[context])
         self.widget.on_msg(self._on_msg)
         self._displays = displays_of(session)

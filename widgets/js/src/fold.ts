@@ -46,6 +46,12 @@ const HANDLERS: Record<string, Handler> = {
     state.context = item as ContextItem;
     state.model = state.model || str(item.model);
   },
+  // Live only: the session's gauge as the turn starts (its latest request), until one of the turn's ends.
+  "widget.window": (state, item) => {
+    if (typeof item.tokens !== "number" || typeof item.size !== "number" || item.size <= 0) return;
+    if (state.windowTokens === null) state.windowTokens = item.tokens;
+    if (state.contextWindow === null) state.contextWindow = item.size;
+  },
   "widget.live": (state, item) => {
     state.live = true;
     state.approvalsOffered = item.approvals === true;
@@ -64,7 +70,12 @@ const HANDLERS: Record<string, Handler> = {
   },
   "session.steer_undelivered": (state, item) =>
     note(state, item, `Steer not delivered (the turn ended before the next step): ${textOf(contentBlocks(item.content))}`),
-  "session.context_compacted": (state, item) => note(state, item, compactionNote(item)),
+  "session.context_compacted": (state, item) => {
+    // The conversation now reads as the compaction left it: the gauge drops before the next request ends.
+    if (!item.thread_id && typeof item.tokens_after === "number") state.windowTokens = item.tokens_after;
+    if (!item.thread_id && typeof item.window === "number" && item.window > 1) state.contextWindow = item.window;
+    note(state, item, compactionNote(item));
+  },
   "user.interrupt": (state, item) => {
     // With a thread_id only that thread was stopped; its coordinator goes on.
     if (!item.thread_id) state.interruptRequested = true;
@@ -150,6 +161,7 @@ const HANDLERS: Record<string, Handler> = {
     if (item.thread_id) return;
     if (typeof item.model === "string" && item.model) state.model = item.model;
     if (state.contextTurns === null && typeof item.context_turns === "number") state.contextTurns = item.context_turns;
+    if (typeof item.context_window === "number" && item.context_window > 0) state.contextWindow = item.context_window;
     state.request = {
       model: str(item.model, state.model),
       preparing: typeof item.preparing === "string" && item.preparing ? item.preparing : null,
@@ -164,8 +176,10 @@ const HANDLERS: Record<string, Handler> = {
     addUsage(state.turnUsage, usage);
     if (item.thread_id) addUsage(thread(state, item.thread_id).usage, usage);
     else {
-      if (state.contextTokens === null && item.is_error !== true) {
-        state.contextTokens = num(usage.input_tokens) + num(usage.cache_read_input_tokens) + cacheWrites(usage);
+      if (item.is_error !== true) {
+        const input = num(usage.input_tokens) + num(usage.cache_read_input_tokens) + cacheWrites(usage);
+        if (state.contextTokens === null) state.contextTokens = input;
+        state.windowTokens = input + num(usage.output_tokens);
       }
       state.request = null;
       state.retries = item.is_error === true ? state.retries : 0;

@@ -180,6 +180,11 @@ export interface TurnState {
   contextTurns: number | null;
   /** The input tokens of the turn's first answered request: the context it started from. */
   contextTokens: number | null;
+  /** The model's context window in tokens, when the engine knew it (null: unknown). */
+  contextWindow: number | null;
+  /** The tokens the conversation uses of that window: the latest answered request's input and output (which
+   * the next request carries), from the session's last request before the turn until one of its own ends. */
+  windowTokens: number | null;
   /** Where the turn's answers came from when the notebook's recording was consulted ("replay", "live"). */
   sources: Set<string>;
   sessionUsage: UsageJson | null;
@@ -214,6 +219,8 @@ export function emptyState(): TurnState {
     retries: 0,
     contextTurns: null,
     contextTokens: null,
+    contextWindow: null,
+    windowTokens: null,
     sources: new Set(),
     sessionUsage: null,
     budget: null,

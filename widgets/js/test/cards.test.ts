@@ -343,6 +343,26 @@ describe("the live footer", () => {
     expect(q(retried, ".ac-retrying").textContent).toMatch(/retrying \(2( of \d)?\)…$/);
   });
 
+  it("shows how much of the context window the conversation uses while the turn runs", () => {
+    const live = { type: "widget.live", approvals: true };
+    const gauge = (items: Item[]): string => q(paint(items), ".ac-window").textContent ?? "";
+    // As the turn starts: the session's latest request, from the kernel's live-only item.
+    const opening = [context(), { type: "widget.window", tokens: 150_000, size: 200_000 }, running(), live, requestStart({ context_window: 200_000 })];
+    expect(gauge(opening)).toBe("window 75% of 200k · ");
+    // A request of this turn ended (the turn still runs: tool calls follow): its input and output.
+    const answered = [...opening, usageEnd({ input_tokens: 120_000, cache_read_input_tokens: 50_000, output_tokens: 10_000 })];
+    expect(gauge(answered)).toBe("window 90% of 200k · ");
+    // A compaction in the turn leaves the conversation at its tokens_after, before the next request ends.
+    const compacted = { type: "session.context_compacted", id: "c", trigger: "threshold", window: 200_000, tokens_before: 180_000, tokens_after: 20_000, summary: "S" };
+    expect(gauge([...answered, compacted])).toBe("window 10% of 200k · ");
+    // A small window reads in full; an unknown one shows no gauge.
+    expect(gauge([context(), running(), requestStart({ context_window: 4000 }), usageEnd({ input_tokens: 3000, output_tokens: 200 })])).toBe("window 80% of 4,000 · ");
+    expect(paint([context(), running(), requestStart(), usageEnd({ input_tokens: 3000 })]).querySelector(".ac-window")).toBeNull();
+    // A thread's request fills the thread's own window, not the conversation's.
+    const thread = { ...usageEnd({ input_tokens: 1000, output_tokens: 5 }), thread_id: "sthr_1" };
+    expect(gauge([...answered, thread])).toBe("window 90% of 200k · ");
+  });
+
   it("says 'cost unknown' for a model without a list price, never $0", () => {
     const root = paint([
       context(),

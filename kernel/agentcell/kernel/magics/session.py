@@ -131,12 +131,12 @@ class SessionMagics(MagicGroup):
 def _window_row(session: Session) -> str:
     """How full the model's context window was at the latest request (the conversation compacts past
     the model's ``compact_at`` share)."""
-    from ...engine.compaction import window_gauge
+    from ...engine.compaction import GAUGE_EVENT_TYPES, window_gauge
 
-    gauge = window_gauge(session.events(types=("span.model_request_start", "span.model_request_end")))
+    gauge = window_gauge(session.events(types=GAUGE_EVENT_TYPES))
     if gauge is None:
         return "unknown (no request yet, or the model's window is not known: set context_window)"
-    return f"{gauge.describe()}, at the latest request (compacts at {session.agent.model.compact_at:.0%})"
+    return f"{gauge.describe()}, at the latest request or compaction (compacts at {session.agent.model.compact_at:.0%})"
 
 
 def _cache_rows(session: Session) -> list[tuple[str, str]]:

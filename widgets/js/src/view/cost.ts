@@ -47,6 +47,14 @@ export function contextLine(turns: number | null, tokens: number | null): string
   return `context: ${above} · ${shown} tokens`;
 }
 
+/** "window 45% of 200k": how much of the model's context window the conversation uses (the kernel's
+ * `TurnFold.window_line`); null while either is unknown. */
+export function windowLine(tokens: number | null, size: number | null): string | null {
+  if (tokens === null || !size) return null;
+  const shown = size >= 10_000 ? `${Math.floor(size / 1000)}k` : size.toLocaleString("en-US");
+  return `window ${Math.round((100 * tokens) / size)}% of ${shown}`;
+}
+
 const SVG = "http://www.w3.org/2000/svg";
 const SPARK_TURNS = 30;
 
@@ -71,7 +79,7 @@ export class CostMeter {
     const elapsed = elapsedSeconds(state, now);
     // Whole seconds while it runs (the clock ticks once a second), the exact figure once it ended.
     const shownElapsed = elapsed === null ? "" : formatSeconds(state.status === "running" ? Math.floor(elapsed) : elapsed);
-    const signature = JSON.stringify([u.input, u.output, u.cacheRead, u.cacheWrite, String(u.cost), String(u.uncached), u.unpriced, String(session), String(sessionUncached), String(budget), history.length, request, shownElapsed, state.status, state.contextTurns, state.contextTokens]);
+    const signature = JSON.stringify([u.input, u.output, u.cacheRead, u.cacheWrite, String(u.cost), String(u.uncached), u.unpriced, String(session), String(sessionUncached), String(budget), history.length, request, shownElapsed, state.status, state.contextTurns, state.contextTokens, state.windowTokens, state.contextWindow]);
     if (signature === this.signature) return;
     this.signature = signature;
     const out = streamed ? `out ${formatCount(u.output)} + ~${formatCount(streamed)} streaming` : `out ${formatCount(u.output)}`;
@@ -90,10 +98,12 @@ export class CostMeter {
       session === null || sessionUncached === null ? null : cacheSaving("ac-session-saving", session, sessionUncached),
     );
     const context = contextLine(state.contextTurns, state.contextTokens);
+    const gauge = windowLine(state.windowTokens, state.contextWindow);
     replaceChildren(
       this.el,
       progress(state),
       context ? h("span", { class: "ac-context", title: "what the model saw besides this prompt" }, `${context} · `) : null,
+      gauge ? h("span", { class: "ac-window", title: "how much of the model's context window the conversation uses" }, `${gauge} · `) : null,
       tokens,
       costs,
       shownElapsed ? h("span", { class: "ac-elapsed", title: "elapsed" }, shownElapsed) : null,
