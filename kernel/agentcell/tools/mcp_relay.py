@@ -31,7 +31,7 @@ PLACEHOLDER = b"\\u0000agentcell-cut\\u0000"
 cannot occur in the text of a cut string's kept part, which ends at a character boundary before it)."""
 SHORT = 256
 """Strings up to this long are always kept whole: keys, ids, types and MIME types keep the message's shape."""
-MAX_KEPT_BYTES = 64 << 20
+MAX_KEPT_BYTES = 128 << 20
 """The file that keeps a message whole stops growing here: a server's answer cannot fill the temporary
 folder (an HTTP server's is not read past it either, see ``mcp_http.py``)."""
 KEEP_FILES = 20
