@@ -59,19 +59,9 @@ def describe_python_tool(preset: str) -> str:
 
 def describe_rules(session: Session) -> str:
     """One line per rule in force, or a line saying there are none."""
-    from ...tools.command_rules import COMMAND_RULE  # the kernel starts without the tools
+    from ...tools.approvals import describe_rules as describe  # the kernel starts without the tools
 
-    rules = session.approvals.remembered
-    if not rules:
-        return "always rules: none (an approval's Allow always adds one)"
-    lines = ["always rules (revoke with %permissions revoke NAME, or all):"]
-    for key, allowed in sorted(rules.items()):
-        scope = "  (this command only)" if key.startswith(COMMAND_RULE) else _SCOPES.get(key, "")
-        lines.append(f"  {key}: {'allow' if allowed else 'deny'}{scope}")
-    return "\n".join(lines)
-
-
-_SCOPES = {"python:kernel": "  (every run of the python tool, this session)"}
+    return describe(session.approvals.remembered, "revoke with %permissions revoke NAME, or all")
 
 
 def revoke_rules(session: Session, names: list[str]) -> str:
