@@ -101,6 +101,11 @@ def test_run_refuses_the_python_tool_it_cannot_ask_about_and_says_how_to_allow_i
     del kernel_env["AGENTCELL_PYTHON_TOOL"]  # the default: the python tool asks, and nobody can answer here
     refused = _run("run", str(nb), "--model", f"scripted:{script}", env=kernel_env)
     assert refused.returncode == 0, refused.stderr
+    first = refused.stdout.splitlines()[0]
+    assert first.startswith("  ⚙ python open(") and first.endswith(
+        "— refused: it needs your approval, and nobody can answer in this run (AGENTCELL_PYTHON_TOOL=allow lets "
+        "the python tool run unasked)"
+    ), refused.stdout
     assert not marker.exists()
     executed = nbformat.read(tmp_path / "tool.executed.ipynb", as_version=4)
     said = json.dumps(executed.cells[0].outputs[-1]["data"])
