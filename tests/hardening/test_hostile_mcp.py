@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from ..kernel.conftest import execute
+from ..tools._support import NEVER_STARTING_SERVER, process_alive
 from .kernel_session import MarkdownNotebook, kernel, kernel_environment, logged_events
 
 pytestmark = pytest.mark.slow
@@ -30,13 +31,6 @@ pytestmark = pytest.mark.slow
 HOSTILE = Path(__file__).with_name("hostile_mcp_server.py")
 CALL_LIMIT = 3.0
 KEPT_LIMIT = 128 << 20
-
-NEVER_STARTING_SERVER = """
-import os, sys, time
-with open(sys.argv[1], "w") as fifo:
-    fifo.write(str(os.getpid()))
-time.sleep(3600)
-"""
 
 
 class Notebook(MarkdownNotebook):
@@ -52,14 +46,6 @@ class Notebook(MarkdownNotebook):
         assert f"going on {n}" in run.final_markdown
         result = [e for e in logged_events(self.db) if e["type"] == "agent.tool_result"][-1]
         return run.reply_time - run.messages[0]["time"], result
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
 
 
 @pytest.fixture(scope="module")
@@ -125,9 +111,9 @@ def test_stop_while_a_server_starts_ends_its_process(notebook: Notebook) -> None
             break
     assert time.monotonic() - asked < 10
     try:
-        assert not _alive(pid), "the server's process outlived Stop"
+        assert not process_alive(pid), "the server's process outlived Stop"
     finally:
-        if _alive(pid):
+        if process_alive(pid):
             os.kill(pid, 9)
     assert notebook.cell("%mcp remove stuck").status == "ok"
     notebook.use_script({"steps": [{"kind": "text", "text": "back again"}]})

@@ -17,7 +17,7 @@ from agentcell.records.agent import McpServer
 from agentcell.tools import PermissionPreset, ToolRegistry
 from agentcell.tools.mcp import McpTools
 
-from ._support import make_call
+from ._support import NEVER_STARTING_SERVER, make_call, process_alive
 
 SCOPE = "agent_limits"
 
@@ -44,13 +44,6 @@ def add(a: int, b: int) -> int:
 server.run("stdio")
 """
 
-NEVER_STARTING_SERVER = """
-import os, sys, time
-with open(sys.argv[1], "w") as fifo:  # tells the test it is up
-    fifo.write(str(os.getpid()))
-time.sleep(3600)  # never reads its stdin: the start waits for an answer that does not come
-"""
-
 
 async def _server_pid(fifo: Path) -> int:
     """The pid the server writes once its process is up (a FIFO: the read waits for it)."""
@@ -60,14 +53,6 @@ async def _server_pid(fifo: Path) -> int:
 @pytest.fixture
 def free(registry_for: Callable[[PermissionPreset], ToolRegistry]) -> ToolRegistry:
     return registry_for("danger-full-access")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    return state not in ("Z", "X")
 
 
 async def test_a_call_that_never_answers_times_out_as_the_setting_says(
@@ -116,13 +101,13 @@ async def test_stop_while_a_server_starts_ends_its_processes(db_path: Path, tmp_
         with pytest.raises(asyncio.CancelledError):
             await starting
         try:
-            assert not _alive(pid), "the server's process outlived Stop"
+            assert not process_alive(pid), "the server's process outlived Stop"
         finally:
-            if _alive(pid):
+            if process_alive(pid):
                 os.kill(pid, signal.SIGKILL)
         again = asyncio.ensure_future(engine.ensure_mcp(agent))
         second = await _server_pid(pid_file)  # the next turn starts it again: nothing took it as started
         again.cancel()
         with pytest.raises(asyncio.CancelledError):
             await again
-        assert second != pid and not _alive(second)
+        assert second != pid and not process_alive(second)
