@@ -42,7 +42,11 @@ def measure(turns: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         (base / "data").mkdir()
-        env = {"AGENTCELL_DB": str(base / "agentcell.db"), "JUPYTER_DATA_DIR": str(base / "data")}
+        env = {
+            "AGENTCELL_DB": str(base / "agentcell.db"),
+            "JUPYTER_DATA_DIR": str(base / "data"),
+            "AGENTCELL_PYTHON_TOOL": "allow",  # the turns' python calls run unasked, as in the nbclient test
+        }
         with run_lab(base, env=env, defaults=True) as lab, sync_playwright() as playwright:
             script_path = lab.root / "size.script.json"
             script_path.write_text(json.dumps(python_turns(turns)))

@@ -10,10 +10,31 @@ from pathlib import Path
 import pytest
 
 from agentcell import Engine, ScriptedProvider, ScriptedResponse, Session
+from agentcell.tools.python_access import PYTHON_TOOL_ENV, set_python_tool
 from agentcell.usage import Pricing, flat_pricing
 
 SONNET_LIKE: Pricing = flat_pricing(3, 15)
 """$3 / $15 per million input / output tokens: enough to make budgets bite in tests."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The python tool asks under workspace-write unless the user allows it. Most tests run it as a notebook
+    # whose user allowed it does (kernels and servers they start inherit this); those about the asking
+    # take the python_tool_asks fixture.
+    os.environ[PYTHON_TOOL_ENV] = "allow"
+
+
+@pytest.fixture(autouse=True)
+def _python_tool_allowed() -> None:
+    set_python_tool("allow")  # whatever a test before set
+
+
+@pytest.fixture
+def python_tool_asks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The python tool as it is by default: it asks under workspace-write (in this process and in the
+    kernels and servers the test starts)."""
+    monkeypatch.delenv(PYTHON_TOOL_ENV)
+    set_python_tool("ask")
 
 
 @pytest.fixture(autouse=True)

@@ -126,7 +126,14 @@ class Engine:
             raise ConfigurationError("MCP servers need the engine's tools to be a ToolRegistry")
         tools = McpTools(self.tools, agent.mcp_servers, scope=scope)
         self._mcp[scope] = (list(agent.mcp_servers), tools)
-        return await tools.start()
+        try:
+            return await tools.start()
+        except asyncio.CancelledError:
+            # Stopped while starting: the next turn starts them again rather than finding them "started".
+            if self._mcp.get(scope, (None, None))[1] is tools:
+                del self._mcp[scope]
+            await asyncio.shield(tools.stop())
+            raise
 
     async def _stop_mcp(self) -> None:
         running, self._mcp = list(self._mcp.values()), {}

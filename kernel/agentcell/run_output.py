@@ -14,6 +14,8 @@ __all__ = ["TurnPrinter"]
 
 TOOL_CALLS = ("agent.tool_use", "agent.custom_tool_use", "agent.server_tool_use")
 TOOL_RESULTS = ("agent.tool_result", "agent.server_tool_result")
+_NOBODY_ASKED = ("no-view", "no-approver")
+_PYTHON_TOOL_ENV = "AGENTCELL_PYTHON_TOOL"  # named in a refusal of the python tool (tools/python_access.py)
 SUMMARY = 72
 """Characters of a tool call's input shown on its line."""
 
@@ -61,7 +63,11 @@ class TurnPrinter:
             self._calls[str(item.get("id"))] = (str(item.get("name", "tool")), item.get("input"))
         elif kind in TOOL_RESULTS:
             name, tool_input = self._calls.pop(str(item.get("tool_use_id")), ("tool", None))
-            if item.get("denied_by"):
+            if item.get("denied_by") in _NOBODY_ASKED:
+                outcome = "refused: it needs your approval, and nobody can answer in this run"
+                if _PYTHON_TOOL_ENV in json.dumps(item.get("content")):
+                    outcome += f" ({_PYTHON_TOOL_ENV}=allow lets the python tool run unasked)"
+            elif item.get("denied_by"):
                 outcome = f"refused ({item['denied_by']})"
             else:
                 outcome = "failed" if item.get("is_error") else "done"

@@ -304,3 +304,25 @@ async def test_fork_makes_a_new_session_with_the_conversation_so_far(acp_env: di
     assert seen_by_model == ["user", "assistant", "user", "assistant"]
     assert not original_ids & forked_ids
     assert {s.session_id: s.title for s in listed.sessions}[fork.session_id] == "the common part (fork)"
+
+
+async def test_permissions_lists_the_always_rules_each_with_what_it_covers(
+    acp_env: dict[str, str], workspace: Path, tmp_path: Path
+) -> None:
+    ls = {"steps": [{"kind": "tool_call", "name": "bash", "input": {"command": "ls && pwd"}}]}
+    acp_env["AGENTCELL_MODEL"] = script(tmp_path / "s.json", [ls, {"steps": [{"kind": "text", "text": "ok"}]}])
+    async with acp_agent(acp_env, RecordingClient(answers=["allow_always"])) as agent:
+        sid = (await agent.conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        await agent.conn.prompt(session_id=sid, prompt=[text_block("/permissions")])
+        before = agent.client.text()
+        await agent.conn.prompt(session_id=sid, prompt=[text_block("list the files")])
+        agent.client.clear()
+        await agent.conn.prompt(session_id=sid, prompt=[text_block("/permissions")])
+        after = agent.client.text()
+    assert before == "permissions: workspace-write\nalways rules: none (an approval's Allow always adds one)"
+    assert after.splitlines() == [
+        "permissions: workspace-write",
+        "always rules (for this session):",
+        "  bash:$ ls: allow  (this command only)",
+        "  bash:$ pwd: allow  (this command only)",
+    ]

@@ -31,6 +31,7 @@ def kernel_environment(root: Path, **extra: str) -> dict[str, str]:
         JPY_SESSION_NAME=str(root / "notebook.ipynb"),
         JUPYTER_DATA_DIR=str(root / "jupyter-data"),
         PYTHONUNBUFFERED="1",
+        AGENTCELL_PYTHON_TOOL="allow",  # the families that are not about its asking run it unasked
     )
     env.update(extra)
     return env

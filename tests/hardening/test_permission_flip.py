@@ -2,9 +2,10 @@
 
 One agentcell kernel (through jupyter_client) under ``workspace-write``. Each case is a scripted turn whose
 model calls the python tool with one way of changing what confines it: the ``%permissions`` and
-``%budget`` magics, ``%config AgentCell.permissions``, the session's own API, the approval broker, and the
-same from a thread the code starts. Each must be refused with the one clear error, the session's preset,
-rules and budget must be as the user left them, and the user's own cell must still change them.
+``%budget`` magics, ``%config AgentCell.permissions`` and ``AgentCell.python_tool`` (whether the python
+tool asks), the session's own API, the approval broker, and the same from a thread the code starts. Each
+must be refused with the one clear error, the session's preset, rules and budget must be as the user left
+them, and the user's own cell must still change them.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ FLIPS = {
     "config-magic": "get_ipython().run_line_magic('config', 'AgentCell.permissions = \"danger-full-access\"')",
     "session-api": "__agentcell__.session.update(permissions='danger-full-access')",
     "budget-api": "__agentcell__.session.update(budget='1000')",
+    "python-tool-trait": "__agentcell__.config.python_tool = 'ask'",
+    "python-tool-api": "from agentcell.tools.python_access import set_python_tool\nset_python_tool('ask')",
     "rules-restore": "__agentcell__.session.approvals.restore({'bash:execute': True})",
     "rules-revoke": "__agentcell__.session.approvals.revoke(['bash:execute'])",
     "from-a-thread": (
@@ -63,6 +66,7 @@ class Notebook(MarkdownNotebook):
         return [e for e in logged_events(self.db) if e["type"] == "agent.tool_result"][-1]
 
     def settings(self) -> str:
+        # %permissions says whether the python tool asks (AgentCell.python_tool) too
         return self.cell("%permissions\n%budget\n%config AgentCell.permissions").stdout
 
 
@@ -83,7 +87,8 @@ def test_the_agents_code_cannot_change_its_permissions(notebook: Notebook, flip:
     assert "permissions: workspace-write" in before and "budget: $5" in before
     result = notebook.python_turn(FLIPS[flip])
     text = json.dumps(result["content"])
-    assert result["is_error"] or flip == "config-magic", text  # %config logs the error it meets
+    # %config logs the error it meets
+    assert result["is_error"] or flip == "config-magic", text
     assert "refused:" in text and "only by the user's hand" in text, text
     assert notebook.settings() == before  # preset, rules and budget as the user left them
     assert not any(e["type"] == "session.updated" for e in logged_events(notebook.db)[-6:])

@@ -89,6 +89,34 @@ def test_run_prints_one_line_per_tool_call_as_the_turn_streams(kernel_env: dict[
     assert result.stdout == "  ⚙ python print(6 * 7) — done\nThe answer is 42.\n"
 
 
+def test_run_refuses_the_python_tool_it_cannot_ask_about_and_says_how_to_allow_it(
+    kernel_env: dict[str, str], tmp_path: Path
+) -> None:
+    marker = tmp_path / "ran"
+    script = tmp_path / "s.json"
+    call = {"kind": "tool_call", "name": "python", "input": {"code": f"open({str(marker)!r}, 'w')"}}
+    script.write_text(json.dumps([{"steps": [call]}, {"steps": [{"kind": "text", "text": "Not run."}]}]))
+    nb = _notebook(tmp_path / "tool.ipynb", "Touch the marker.")
+    kernel_env.pop("JPY_SESSION_NAME")
+    del kernel_env["AGENTCELL_PYTHON_TOOL"]  # the default: the python tool asks, and nobody can answer here
+    refused = _run("run", str(nb), "--model", f"scripted:{script}", env=kernel_env)
+    assert refused.returncode == 0, refused.stderr
+    first = refused.stdout.splitlines()[0]
+    assert first.startswith("  ⚙ python open(") and first.endswith(
+        "— refused: it needs your approval, and nobody can answer in this run (AGENTCELL_PYTHON_TOOL=allow lets "
+        "the python tool run unasked)"
+    ), refused.stdout
+    assert not marker.exists()
+    executed = nbformat.read(tmp_path / "tool.executed.ipynb", as_version=4)
+    said = json.dumps(executed.cells[0].outputs[-1]["data"])
+    assert "no notebook view could answer" in said and 'AgentCell.python_tool = \\"allow\\"' in said, said
+    allowed = _run(
+        "run", str(nb), "--model", f"scripted:{script}", env={**kernel_env, "AGENTCELL_PYTHON_TOOL": "allow"}
+    )
+    assert allowed.returncode == 0, allowed.stderr
+    assert marker.exists(), "the user's AGENTCELL_PYTHON_TOOL=allow let it run unasked"
+
+
 def test_run_reports_a_failing_cell_and_still_writes(kernel_env: dict[str, str], tmp_path: Path) -> None:
     nb = _notebook(tmp_path / "bad.ipynb", "%%python\n1 / 0", "never reached")
     result = _run("run", str(nb), "--model", "scripted", env=kernel_env)

@@ -67,6 +67,7 @@ def test_magics_answer_and_mistakes_are_one_line(kernel_env: dict[str, str], tmp
         assert execute(kc, "%permissions").stdout.splitlines() == [
             "permissions: read-only",
             "commands: refused (in the bubblewrap sandbox nothing would be writable)",
+            "python tool: refused (its code runs in this kernel, which nothing would keep read-only)",
             "always rules: none (an approval's Allow always adds one)",
         ]
         assert "system prompt set (agent v2)" in execute(kc, "%system Be terse.").stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Any
 
 from agentcell.tools import ApprovalDecision, ApprovalRequest, ToolCall, ToolDefinition
@@ -37,3 +38,21 @@ class Approvals:
     async def __call__(self, request: ApprovalRequest) -> bool | ApprovalDecision:
         self.asked.append(request)
         return self.answers.pop(0)
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie waiting for its parent does not count)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
+NEVER_STARTING_SERVER = """
+import os, sys, time
+with open(sys.argv[1], "w") as fifo:  # tells the test it is up
+    fifo.write(str(os.getpid()))
+time.sleep(3600)  # never reads its stdin: the start waits for an answer that does not come
+"""
+"""A stdio "MCP server" that never answers its start: ``python -c … FIFO`` writes its pid into the FIFO."""

@@ -21,7 +21,7 @@ from agentcell.records.agent import McpServer
 from agentcell.tools import PermissionPreset, ToolRegistry, ToolResult
 from agentcell.tools.mcp import McpConnection, McpTools, kernel_command
 
-from ._support import Approvals, make_call
+from ._support import Approvals, make_call, process_alive
 
 SERVER = Path(__file__).with_name("mcp_server.py")
 SCOPE = "agent_mcp"
@@ -38,14 +38,6 @@ def free(registry_for: Callable[[PermissionPreset], ToolRegistry]) -> ToolRegist
 
 async def _call(registry: ToolRegistry, tool: str, **arguments: Any) -> ToolResult:
     return await registry.execute(make_call(tool, scope=SCOPE, **arguments))
-
-
-def _running(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 async def test_a_stdio_servers_tools_are_listed_called_and_removed(free: ToolRegistry, workspace: Path) -> None:
@@ -75,9 +67,9 @@ async def test_a_stdio_servers_tools_are_listed_called_and_removed(free: ToolReg
         assert free.execution_mode(make_call("demo__pid", scope=SCOPE)) == "exclusive"
         assert free.execution_mode(make_call("demo__add", scope=SCOPE)) == "exclusive"
         pid = int((await _call(free, "demo__pid")).text_content)
-        assert _running(pid)
+        assert process_alive(pid)
     assert free.schemas(SCOPE) == []
-    assert not _running(pid)
+    assert not process_alive(pid)
 
 
 async def test_mcp_tools_ask_before_running_unless_annotations_are_trusted(
@@ -109,7 +101,7 @@ async def test_a_crashed_stdio_server_answers_with_errors_and_the_others_go_on(
         doomed, steady = servers.statuses()
         assert (doomed.state, steady.state) == ("crashed", "running")
         assert doomed.error is not None and "about to crash" in doomed.error
-    assert not _running(pid)
+    assert not process_alive(pid)
 
 
 async def test_a_server_that_cannot_start_is_reported_and_the_others_start(free: ToolRegistry, workspace: Path) -> None:

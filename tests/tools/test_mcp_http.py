@@ -9,7 +9,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx2
+import pytest
 
+from agentcell.tools import mcp_relay
 from agentcell.tools.mcp_http import CappedTransport
 
 
@@ -76,3 +78,55 @@ async def test_a_json_body_over_the_cap_is_one_shortened_message_and_a_short_one
     assert message["id"] == 5 and len(message["result"]["content"][0]["text"]) < 6000
     (kept,) = (tmp_path / "kept").iterdir()
     assert kept.read_bytes() == _message(5, "q" * 80_000)
+
+
+class _Endless(httpx2.AsyncByteStream):
+    """A hostile server's body: a message that starts and never ends; counts what was read of it."""
+
+    def __init__(self, start: bytes) -> None:
+        self.start, self.read = start, 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self.start
+        while True:
+            self.read += 65536
+            yield b"w" * 65536
+
+
+class _EndlessServer(httpx2.AsyncBaseTransport):
+    def __init__(self, content_type: str, start: bytes) -> None:
+        self.content_type, self.body = content_type, _Endless(start)
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": self.content_type}, stream=self.body)
+
+
+@pytest.mark.parametrize(
+    ("content_type", "start"),
+    [
+        ("application/json", b'{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"'),
+        (
+            "text/event-stream",
+            b'event: message\ndata: {"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"',
+        ),
+    ],
+    ids=["json", "event-stream"],
+)
+async def test_a_message_that_never_ends_is_cut_at_the_kept_limit_and_not_read_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content_type: str, start: bytes
+) -> None:
+    monkeypatch.setattr(mcp_relay, "MAX_KEPT_BYTES", 1 << 20)
+    server = _EndlessServer(content_type, start)
+    transport = CappedTransport(server, cap=5000, keep_dir=str(tmp_path / "kept"), name="web")
+    async with httpx2.AsyncClient(transport=transport) as client:
+        response = await client.get("http://mcp.test/mcp")
+        got = await response.aread()  # it ends: the reader stopped
+    assert server.body.read <= (1 << 20) + 65536, "the body was read past the kept limit"
+    (kept,) = (tmp_path / "kept").iterdir()
+    assert kept.stat().st_size == 1 << 20, "no more than the limit is kept"
+    line = got.split(b"data:", 1)[-1].strip() if content_type == "text/event-stream" else got
+    message = json.loads(line)
+    text = message["result"]["content"][0]["text"]
+    assert message["id"] == 7 and message["result"]["isError"] is True
+    assert text.startswith("The answer was not read to its end.")
+    assert "agentcell stopped reading it there" in text and f"kept in {kept}" in text

@@ -13,7 +13,7 @@ import pytest
 from agentcell.tools import PermissionPreset, ToolRegistry, ToolResult
 from agentcell.tools.builtin import bash_tool
 
-from ._support import Approvals, make_call
+from ._support import Approvals, make_call, process_alive
 
 
 @pytest.fixture
@@ -21,15 +21,6 @@ def shell(registry_for: Callable[[PermissionPreset], ToolRegistry]) -> ToolRegis
     registry = registry_for("danger-full-access")
     registry.register(bash_tool(max_output=2000))
     return registry
-
-
-def _running(pid: int) -> bool:
-    """Whether ``pid`` still runs (a zombie waiting to be reaped by its parent does not)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
 
 
 async def _bash(registry: ToolRegistry, command: str, **extra: Any) -> ToolResult:
@@ -58,7 +49,7 @@ async def test_a_command_past_its_timeout_is_killed_with_its_children(shell: Too
     result = await _bash(shell, f"sleep 30 & echo $! > {marker}; echo started; wait", timeout_seconds=0.5)
     assert (result.is_error, result.error_code) == (True, "TIMEOUT")
     assert result.text_content == "started\n\n[killed after 0.5 s]"
-    assert not _running(int(marker.read_text()))
+    assert not process_alive(int(marker.read_text()))
 
 
 async def test_an_interrupted_call_kills_the_command(shell: ToolRegistry, tmp_path: Path) -> None:
@@ -70,7 +61,7 @@ async def test_an_interrupted_call_kills_the_command(shell: ToolRegistry, tmp_pa
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert not _running(pid)
+    assert not process_alive(pid)
 
 
 async def test_background_processes_holding_the_output_do_not_hang_the_call(shell: ToolRegistry) -> None:
@@ -97,7 +88,7 @@ def _running_with(argument: str) -> list[int]:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if argument in entry.joinpath("cmdline").read_bytes().decode(errors="replace") and _running(
+                if argument in entry.joinpath("cmdline").read_bytes().decode(errors="replace") and process_alive(
                     int(entry.name)
                 ):
                     found.append(int(entry.name))

@@ -19,6 +19,7 @@ from .. import ModelConfig, OutcomeSpec
 from .._format import format_cost, format_usd
 from ..errors import AgentCellError, InvalidInputError, SkillFormatError
 from ..skills.attach import attach, detach, listing, session_pins
+from ..tools.approvals import describe_rules
 from .config import PERMISSIONS, model_config, model_options
 
 if TYPE_CHECKING:
@@ -179,7 +180,8 @@ def _run(engine: Engine, session: Session, name: str, arguments: str) -> Command
             return CommandResult(f"model: {arguments} (agent v{version})", config_changed=True)
         case "permissions":
             if not arguments:
-                return CommandResult(f"permissions: {session.record.permissions}")
+                rules = describe_rules(session.approvals.remembered, "for this session")
+                return CommandResult(f"permissions: {session.record.permissions}\n{rules}")
             if arguments not in PERMISSIONS:
                 raise InvalidInputError(f"unknown preset {arguments!r}; use one of {', '.join(PERMISSIONS)}")
             session.update(permissions=arguments)

@@ -29,6 +29,7 @@ def load(shell: InteractiveShell, *, prose_is_agent: bool = False) -> NotebookAg
         _install_router(shell, prose_is_agent=prose_is_agent)
         return existing
     config = AgentCell(parent=shell)
+    _ = config.python_tool  # AGENTCELL_PYTHON_TOOL is read now, at start: code run later cannot set it
     configurables: list[Any] = shell.configurables
     configurables.append(config)  # makes `%config AgentCell` list and set it
     host = NotebookAgent(shell, config)

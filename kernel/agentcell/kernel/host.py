@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from traitlets import Enum, Float, Int, TraitError, Unicode, observe, validate
+from traitlets import Enum, Float, Int, TraitError, Unicode, default, observe, validate
 from traitlets.config import Configurable
 
 from ..errors import PermissionChangeRefused, TurnError, TurnInterrupted, UserError
@@ -58,6 +58,12 @@ class AgentCell(Configurable):
         config=True
     )
     budget = Unicode("", help="Budget in USD for new sessions; empty for none.").tag(config=True)
+    python_tool = Enum(
+        ("ask", "allow"),
+        "ask",
+        help="Under workspace-write the python tool asks before it runs (its code is not sandboxed); 'allow' lets "
+        "it run unasked. Only you can set it (not the agent's code); AGENTCELL_PYTHON_TOOL sets it at start.",
+    ).tag(config=True)
     db = Unicode("", help="Database file; empty uses $AGENTCELL_DB or the Jupyter data directory.").tag(config=True)
     max_updates_per_second = Float(30.0, help="Most display updates a streaming turn sends per second.").tag(
         config=True
@@ -98,7 +104,13 @@ class AgentCell(Configurable):
         if self.host is not None:
             self.host.apply_cache_setting()
 
-    @validate("permissions", "budget")
+    @default("python_tool")
+    def _python_tool_default(self) -> str:
+        from ..tools.python_access import python_tool_setting  # read from the environment once, at start
+
+        return python_tool_setting()
+
+    @validate("permissions", "budget", "python_tool")
     def _only_by_the_user(self, proposal: dict[str, Any]) -> Any:
         # Checked before the value is taken: a refused change leaves the setting new sessions get as it was.
         from ..tools.authority import refuse_from_tool_code
@@ -108,6 +120,12 @@ class AgentCell(Configurable):
         except PermissionChangeRefused as exc:
             raise TraitError(str(exc)) from None  # a TraitError makes traitlets put the old value back
         return proposal["value"]
+
+    @observe("python_tool")
+    def _python_tool_changed(self, change: dict[str, Any]) -> None:
+        from ..tools.python_access import set_python_tool
+
+        set_python_tool(change["new"])
 
     @observe("permissions")
     def _permissions_changed(self, change: dict[str, Any]) -> None:

@@ -266,8 +266,8 @@ class HTTPStreamer:
                     if not watch.fired():
                         raise
                     raise ProviderConnectionError(
-                        f"{context.display}: the stream stalled: nothing arrived for {watch.seconds:g} s "
-                        "(AGENTCELL_STALL_SECONDS sets how long to wait)",
+                        f"{context.display}: the stream stalled: nothing arrived for {watch.waited:.1f} s "
+                        f"(the stall limit is {watch.seconds:g} s; AGENTCELL_STALL_SECONDS sets it)",
                         provider=context.provider,
                         retryable=True,
                     ) from None
@@ -341,6 +341,9 @@ class _StallWatch:
         self._task: asyncio.Task[Any] | None = None
         self._handle: asyncio.TimerHandle | None = None
         self._fired = False
+        self.waited = 0.0
+        """When it fired: how long nothing had arrived, as the error says (not the limit: a check that found
+        the reader busy comes back later)."""
 
     def start(self) -> None:
         self._task = asyncio.current_task()
@@ -351,9 +354,13 @@ class _StallWatch:
         now = self.loop.time()
         if self.reading and now - self.last >= self.seconds and self._task is not None:
             self._fired = True
+            self.waited = now - self.last
             self._task.cancel()
             return
-        self._handle = self.loop.call_at(max(now, self.last) + self.seconds, self._check)
+        # The reader busy with its own work past the limit: look again soon rather than a whole period on,
+        # which let a stalled stream wait up to twice the limit.
+        due = self.last + self.seconds
+        self._handle = self.loop.call_at(due if due > now else now + min(self.seconds, 0.25), self._check)
 
     def fired(self) -> bool:
         """Whether the cancellation was this watch's; then it is taken back (the task goes on)."""

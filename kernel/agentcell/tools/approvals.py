@@ -25,7 +25,10 @@ from ..events import Event, UserPermissionRevoked, UserToolConfirmation
 from .authority import refuse_from_tool_code
 from .base import ApprovalDecision, ApprovalRequest
 
-__all__ = ["ApprovalAnswer", "ApprovalBroker", "rules_from_events"]
+__all__ = ["ApprovalAnswer", "ApprovalBroker", "describe_rules", "rules_from_events"]
+
+_SCOPES = {"python:kernel": "  (every run of the python tool, this session)"}
+"""What a rule of one key covers, where its key does not say it (a command rule's does: that command only)."""
 
 
 def rules_from_events(events: Iterable[Event]) -> dict[str, bool]:
@@ -39,6 +42,20 @@ def rules_from_events(events: Iterable[Event]) -> dict[str, bool]:
             for key in event.keys:
                 rules.pop(key, None)
     return rules
+
+
+def describe_rules(rules: Mapping[str, bool], revoke: str) -> str:
+    """One line per "always" rule in force (what it covers when its key does not say), or a line saying
+    there are none; ``revoke`` says how to revoke them where they are listed."""
+    from .command_rules import COMMAND_RULE
+
+    if not rules:
+        return "always rules: none (an approval's Allow always adds one)"
+    lines = [f"always rules ({revoke}):"]
+    for key, allowed in sorted(rules.items()):
+        scope = "  (this command only)" if key.startswith(COMMAND_RULE) else _SCOPES.get(key, "")
+        lines.append(f"  {key}: {'allow' if allowed else 'deny'}{scope}")
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True, slots=True)

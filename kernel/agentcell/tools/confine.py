@@ -1,23 +1,24 @@
 """Guard rails for the model's own Python: the permission preset applied to what the ``python`` tool's code
 does, through Python's audit hooks (PEP 578).
 
-Under ``workspace-write`` the python tool runs unasked (a notebook run headless has nobody to ask), so its
-code gets the preset's file rule instead of the user's approval: it writes, deletes, renames and links only
-inside the workspace, the temp directories and ``~/.cache`` (hard links and FIFOs count as outside, as for
-the file tools); in the user's home directory it reads only those and Python's own installation (so
-imports work, and no key file or kernel connection file leaves through it); it starts no process (the
-``bash`` tool, which asks, does that) and opens no network connection. Under ``read-only`` the
-tool does not run at all; under ``danger-full-access`` nothing is confined.
+Under ``workspace-write`` the python tool asks before it runs (or runs unasked when the user set
+``AgentCell.python_tool = "allow"``, :mod:`.python_access`), and either way its code gets the preset's
+file rule as guard rails: it writes, deletes, renames and links only inside the workspace, the temp
+directories and ``~/.cache`` (hard links and FIFOs count as outside, as for the file tools); in the user's
+home directory it reads only those and Python's own installation (so imports work, and no key file or
+kernel connection file leaves through it); it starts no process (the ``bash`` tool, which asks, does that)
+and opens no network connection. Under ``read-only`` the tool does not run at all; under
+``danger-full-access`` nothing is confined.
 
 The rails hold in the tool's worker thread while its code runs, and in the threads that code starts with
 ``threading`` (a ``ThreadPoolExecutor`` too); SQLite databases count as files written, and UDP
 ``sendmsg`` as a connection. The kernel, the user's own cells and other threads are untouched. They are
 guard rails against a confused model, **not a sandbox**: Python code in the kernel's process can get round
-any in-process check, and some ways round need no intent to escape (``os.open(…, dir_fd=…)`` names a path
-the audit event does not show whole; ``_posixsubprocess.fork_exec`` and ``multiprocessing``'s spawn start
-processes without an audit event; ``_thread.start_new_thread`` starts an unconfined thread; an IPython
-hook the code registers runs later, in the user's cell). The bash tool's sandbox (:mod:`.sandbox`) is the
-OS-level one.
+any in-process check (which is why the tool asks), and some ways round need no intent to escape
+(``os.open(…, dir_fd=…)`` names a path the audit event does not show whole; ``_posixsubprocess.fork_exec``
+and ``multiprocessing``'s spawn start processes without an audit event; ``_thread.start_new_thread`` starts
+an unconfined thread; an IPython hook the code registers runs later, in the user's cell). The bash tool's
+sandbox (:mod:`.sandbox`) is the OS-level one.
 """
 
 from __future__ import annotations

@@ -73,6 +73,25 @@ def configured_max_result_bytes() -> int:
         return MAX_RESULT_BYTES
 
 
+CALL_TIMEOUT = 300.0
+"""How long one MCP tool call may take before it is abandoned with a ``TIMEOUT`` error (a server that never
+answers, or never ends its answer, cannot hold a cell); ``AGENTCELL_MCP_CALL_TIMEOUT`` (seconds) or
+``McpTools(call_timeout=…)`` sets another."""
+
+
+def configured_call_timeout() -> float:
+    """The limit from ``AGENTCELL_MCP_CALL_TIMEOUT``, else :data:`CALL_TIMEOUT`."""
+    given = os.environ.get("AGENTCELL_MCP_CALL_TIMEOUT", "").strip()
+    try:
+        seconds = float(given) if given else CALL_TIMEOUT
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds < float("inf"):
+        log.warning("AGENTCELL_MCP_CALL_TIMEOUT=%r is not a number of seconds; it stays %g", given, CALL_TIMEOUT)
+        return CALL_TIMEOUT
+    return seconds
+
+
 def kept_results_dir() -> Path:
     """Where a shortened message is kept whole (the note in the result names its file); the relay keeps
     the newest 20 there, a week at most (``mcp_relay.KEEP_FILES``)."""
@@ -147,6 +166,12 @@ class McpConnection:
             self._record(f"no answer within {self.connect_timeout:g} s")
         except ConnectionError:
             pass
+        except asyncio.CancelledError:
+            # Stop pressed while the server starts: the owner would go on starting it, its process with it.
+            self._record("stopped while starting")
+            await asyncio.shield(self._abandon())
+            self.state = "stopped"
+            raise
         await self.stop()
         self.state = "failed"
         raise ConnectionError(f"the MCP server {self.server.name!r} could not be started: {self.error}")
@@ -214,20 +239,28 @@ class McpConnection:
         )
         return _strict_stdout(stdio_client(parameters, errlog=self._stderr), self.server.name)
 
-    async def call(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """Call a tool of this server; a server that is gone or goes away answers with an error result."""
+    async def call(self, name: str, arguments: dict[str, Any], *, limit: float | None = None) -> ToolResult:
+        """Call a tool of this server; a server that is gone or goes away answers with an error result, one
+        that takes longer than ``limit`` seconds with a ``TIMEOUT`` one."""
         client = self._client
         if client is None or self._closed.is_set():
             return self._unavailable()
         request = asyncio.ensure_future(client.call_tool(name, arguments))
         closed = asyncio.ensure_future(self._closed.wait())
         try:
-            await asyncio.wait({request, closed}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({request, closed}, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            timed_out = not request.done() and not closed.done()
             for waiter in (request, closed):
                 if not waiter.done():
                     waiter.cancel()
             await asyncio.wait({request, closed})
+        if timed_out:
+            return ToolResult.error(
+                f"the MCP server {self.server.name!r} did not answer {name} within {limit:g} s, so the call was "
+                "abandoned (AGENTCELL_MCP_CALL_TIMEOUT sets how long a call may take)",
+                "TIMEOUT",
+            )
         if request.cancelled():
             return self._unavailable()
         failure = request.exception()
@@ -271,6 +304,17 @@ class McpConnection:
                 await owner
         if self.state in ("running", "starting"):
             self.state = "stopped"
+        if self._stderr is not None:
+            self._stderr.close()
+
+    async def _abandon(self) -> None:
+        """End a start under way at once: its task cancelled, which closes the transport (the SDK ends a
+        stdio server's whole process group, the relay and the server in it)."""
+        owner = self._owner
+        if owner is not None and not owner.done():
+            owner.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await owner
         if self._stderr is not None:
             self._stderr.close()
 
@@ -381,13 +425,13 @@ class McpTools:
         *,
         scope: str,
         cwd: Path | None = None,
-        call_timeout: float | None = 300.0,
+        call_timeout: float | None = None,
         trust_annotations: bool = False,
         max_result_bytes: int | None = None,
     ) -> None:
         self.registry = registry
         self.scope = scope
-        self.call_timeout = call_timeout
+        self.call_timeout = call_timeout if call_timeout is not None else configured_call_timeout()
         self.trust_annotations = trust_annotations
         self.connections = [McpConnection(server, cwd=cwd, max_result_bytes=max_result_bytes) for server in servers]
         self._disposers: list[Disposer] = []
@@ -419,13 +463,12 @@ class McpTools:
             )
             definition = ToolDefinition(
                 name=name,
-                run=_caller(connection, mcp_tool.name),
+                run=_caller(connection, mcp_tool.name, self.call_timeout),
                 description=mcp_tool.description or "",
                 input_schema=mcp_tool.input_schema,
                 # An untrusted hint must not let calls run side by side either.
                 parallel_safe=self.trust_annotations and read_only,
                 access=access,
-                timeout=self.call_timeout,
                 title=mcp_tool.title or (mcp_tool.annotations.title if mcp_tool.annotations else None),
                 origin="mcp",
             )
@@ -463,9 +506,9 @@ class McpTools:
         await self.stop()
 
 
-def _caller(connection: McpConnection, tool_name: str) -> Any:
+def _caller(connection: McpConnection, tool_name: str, timeout: float) -> Any:
     async def run(arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         del context
-        return await connection.call(tool_name, arguments)
+        return await connection.call(tool_name, arguments, limit=timeout)
 
     return run

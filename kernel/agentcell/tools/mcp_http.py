@@ -9,7 +9,9 @@ failed the call with an error about server-sent events.
 :class:`CappedTransport` wraps the client's transport: it asks for an uncompressed body (so the bytes it
 cuts are the JSON's own) and hands the SDK a body that passes small messages through as they come: a
 ``application/json`` body is one message; an ``text/event-stream`` body carries one message per ``data:``
-line (the SDK's own servers never split one over several lines).
+line (the SDK's own servers never split one over several lines). A message that reaches
+``mcp_relay.MAX_KEPT_BYTES`` is not read further: it goes on cut, its note saying so, and the body is
+closed, so a server that never ends a message holds neither the temporary folder nor the call.
 """
 
 from __future__ import annotations
@@ -71,15 +73,20 @@ class CappedTransport(httpx2.AsyncBaseTransport):
                     pending.clear()
             else:
                 long.feed(chunk)
+            if long is not None and long.full:
+                long.stopped = True  # a body that does not end is not read on (nor kept past the limit)
+                break
         yield long.finish(self._name) if long is not None else bytes(pending)
 
     async def _event_stream(self, body: httpx2.AsyncByteStream) -> AsyncIterator[bytes]:
         """Lines up to the cap as they come; a longer ``data:`` line shortened at its end (another kind of
         line that long, which carries no message, is dropped)."""
-        lines = LineCapper(self._cap, self._keep_dir, self._name, prefix=_DATA)
+        lines = LineCapper(self._cap, self._keep_dir, self._name, prefix=_DATA, stop=True)
         async for chunk in body:
             if out := lines.feed(chunk):
                 yield out
+            if lines.stopped:
+                return  # a message past what is ever kept: it went out cut, and the rest is not read
         if rest := lines.finish():
             yield rest
 

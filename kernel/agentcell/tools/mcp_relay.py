@@ -31,14 +31,14 @@ PLACEHOLDER = b"\\u0000agentcell-cut\\u0000"
 cannot occur in the text of a cut string's kept part, which ends at a character boundary before it)."""
 SHORT = 256
 """Strings up to this long are always kept whole: keys, ids, types and MIME types keep the message's shape."""
-MAX_KEPT_BYTES = 1 << 30
-"""The file that keeps a message whole stops growing here."""
+MAX_KEPT_BYTES = 128 << 20
+"""The file that keeps a message whole stops growing here: a server's answer cannot fill the temporary
+folder (an HTTP server's is not read past it either, see ``mcp_http.py``)."""
 KEEP_FILES = 20
-KEEP_BYTES = 4 << 30
+KEEP_BYTES = 512 << 20
 KEEP_SECONDS = 7 * 24 * 3600
-"""``KEEP_DIR`` is in the temporary folder and one kept message can be a gigabyte: before keeping a new one,
-the kept ones older than a week go, then the oldest until fewer than :data:`KEEP_FILES` remain and they
-take at most :data:`KEEP_BYTES`."""
+"""``KEEP_DIR`` is in the temporary folder: before keeping a new message, the kept ones older than a week
+go, then the oldest until fewer than :data:`KEEP_FILES` remain and they take at most :data:`KEEP_BYTES`."""
 OVERFLOW_FACTOR = 4
 """A shortened message still above this many caps (a huge array of numbers) is replaced by an error."""
 _SPECIAL = re.compile(rb'["\\]')
@@ -187,8 +187,14 @@ def prune(keep_dir: str, *, now: float | None = None) -> None:
         total -= size
 
 
-def note(name: str, size: int, cap: int, kept: str | None) -> str:
+def note(name: str, size: int, cap: int, kept: str | None, *, stopped: bool = False) -> str:
     where = f"The whole answer, as JSON-RPC, is kept in {kept}." if kept else "The whole answer was not kept."
+    if stopped:
+        return (
+            f"{CUT_NOTE}{name!r} sent more than {size:,} bytes in one message, over the cap of {cap:,} bytes "
+            f"per message (AGENTCELL_MCP_MAX_RESULT_BYTES); agentcell stopped reading it there. "
+            + (f"Its first {size:,} bytes are kept in {kept}.]" if kept else "It was not kept.]")
+        )
     return (
         f"{CUT_NOTE}{name!r} answered with {size:,} bytes, over the cap of {cap:,} bytes "
         f"per message (AGENTCELL_MCP_MAX_RESULT_BYTES). {where}]"
@@ -201,6 +207,8 @@ class LongLine:
     def __init__(self, cap: int, keep_dir: str | None) -> None:
         self.cap = cap
         self.size = 0
+        self.stopped = False
+        """The reader stopped at :data:`MAX_KEPT_BYTES` (an HTTP body): the note says the message was cut."""
         self.head = bytearray()  # enough to find the request's id in
         self.shortener = Shortener(cap)
         self.file: IO[bytes] | None = None
@@ -214,12 +222,19 @@ class LongLine:
             except OSError as exc:
                 print(f"agentcell: cannot keep a long MCP message whole: {exc}", file=sys.stderr, flush=True)
 
+    @property
+    def full(self) -> bool:
+        """As much of the message arrived as is ever kept."""
+        return self.size >= MAX_KEPT_BYTES
+
     def feed(self, data: bytes) -> None:
+        if self.stopped:
+            return
         self.size += len(data)
         if len(self.head) < 65536:
             self.head += data[: 65536 - len(self.head)]
-        if self.file is not None and self.file.tell() < MAX_KEPT_BYTES:
-            self.file.write(data)
+        if self.file is not None and (room := MAX_KEPT_BYTES - self.file.tell()) > 0:
+            self.file.write(data[:room])
         if len(self.shortener.out) <= OVERFLOW_FACTOR * self.cap:
             self.shortener.feed(data)
 
@@ -228,17 +243,19 @@ class LongLine:
         if self.file is not None:
             self.file.close()
             kept = self.file.name
-            if self.size > MAX_KEPT_BYTES:
+            if self.size > MAX_KEPT_BYTES and not self.stopped:
                 kept += f" (its first {MAX_KEPT_BYTES:,} bytes)"
-        text = note(name, self.size, self.cap, kept)
+        text = note(name, self.size, self.cap, kept, stopped=self.stopped)
         out = bytes(self.shortener.out)
-        if len(out) <= OVERFLOW_FACTOR * self.cap and self.shortener.cut:
+        if len(out) <= OVERFLOW_FACTOR * self.cap and self.shortener.cut and not self.stopped:
             return out.replace(PLACEHOLDER, json.dumps(text)[1:-1].encode())
         found = _ID.search(self.head)
         if found is None:
             print(f"agentcell: dropped an MCP message of {self.size:,} bytes with no id{text}", file=sys.stderr)
             return b""
-        result = {"content": [{"type": "text", "text": "The answer could not be shortened." + text}], "isError": True}
+        # A message read to its end but too dense to shorten, or one never read to its end: an error result.
+        failed = "The answer was not read to its end." if self.stopped else "The answer could not be shortened."
+        result = {"content": [{"type": "text", "text": failed + text}], "isError": True}
         return b'{"jsonrpc":"2.0","id":' + found.group(1) + b',"result":' + json.dumps(result).encode() + b"}"
 
 
@@ -248,21 +265,30 @@ class LineCapper:
     only a long line that starts with it carries a message: the prefix stays and the rest is shortened,
     and any other line that long is dropped."""
 
-    def __init__(self, cap: int, keep_dir: str | None, name: str, prefix: bytes = b"") -> None:
+    def __init__(self, cap: int, keep_dir: str | None, name: str, prefix: bytes = b"", *, stop: bool = False) -> None:
         self.cap, self.keep_dir, self.name, self.prefix = cap, keep_dir, name, prefix
         self._pending = bytearray()  # the start of a line of at most ``cap`` bytes
         self._long: LongLine | None = None
         self._dropping = False
+        self._stop = stop
+        self.stopped = False
+        """With ``stop``: a line reached :data:`MAX_KEPT_BYTES`; it was ended there, and the reader stops."""
 
     def feed(self, chunk: bytes) -> bytes:
         """The lines ``chunk`` completes, each with its newline (a message with no id is left out)."""
         out = bytearray()
         pos = 0
-        while pos < len(chunk):
+        while pos < len(chunk) and not self.stopped:
             newline = chunk.find(b"\n", pos)
             stop = len(chunk) if newline < 0 else newline
             if self._long is not None:
                 self._long.feed(chunk[pos:stop])
+                if self._stop and self._long.full:
+                    # A line that never ends (a hostile server) is not read on: it ends here, cut.
+                    self._long.stopped = self.stopped = True
+                    line = self._end_line()
+                    # Blank line after it: an event stream's event is dispatched on one, and none follows.
+                    return bytes(out + line + b"\n\n") if line is not None else bytes(out)
             elif not self._dropping:
                 self._pending += chunk[pos:stop]
                 if len(self._pending) > self.cap:

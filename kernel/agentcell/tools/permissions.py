@@ -13,19 +13,18 @@ read, outside      ask         ask              allow
 edit, inside       deny        allow            allow
 edit, outside      deny        ask              allow
 execute            deny        ask              allow
-kernel             deny        allow            allow
+kernel             deny        ask (*)          allow
 fetch              ask         ask              allow
 =================  ==========  ===============  ==================
 
-``kernel`` is allowed under ``workspace-write`` because running Python in the notebook's namespace is what
-a notebook agent is for, and a notebook run headless (nbclient, Binder) has nobody to ask. Its code gets
-the preset's file rule as guard rails (:mod:`.confine`): it writes only inside (and ``~/.cache``), reads in
-the home directory only inside and in Python's installation, and starts no process and opens no
-connection, in its own thread and the threads it starts. These are not a sandbox: code in the kernel's
-own process can get round them (the module says how), so ``workspace-write`` trusts the python tool as it
-trusts the model's other Python in the notebook, and a notebook that must not is set ``read-only``
-(which refuses the python tool) or has it turned off (``%tools disable python``). ``bash`` runs in an OS
-sandbox and MCP tools still ask.
+``kernel`` asks under ``workspace-write`` because code in the kernel's own process cannot be confined: the
+python tool's code gets the preset's file rule as guard rails (:mod:`.confine`: it writes only inside, starts
+no process and opens no connection, in its own thread and the threads it starts), but in-process code can
+get round any in-process check, so the rails are not what stands between the model and the user's files;
+the approval is. "Allow always" makes the session's ``python:kernel`` rule. (*) The user may let it run
+unasked, and only the user (:mod:`.python_access`: ``%config AgentCell.python_tool = "allow"`` or
+``AGENTCELL_PYTHON_TOOL=allow`` when the kernel starts); then the rails are all that confines it.
+``read-only`` refuses the python tool; ``danger-full-access`` runs it unasked.
 
 What an approved command may then do is enforced by the OS (:mod:`.sandbox`): under ``workspace-write``
 ``bash`` runs in bubblewrap, writing only in the workspace and the temp directories (``.git`` stays
@@ -65,6 +64,7 @@ from typing import Literal, TypeAlias
 from ..errors import InvalidInputError, OutsideWorkspaceError
 from ..records.common import PERMISSION_PRESETS, PermissionPreset
 from .base import Permission
+from .python_access import PYTHON_TOOL_HINT, python_tool_setting
 
 __all__ = [
     "PERMISSION_PRESETS",
@@ -116,7 +116,7 @@ _TABLE: dict[PermissionPreset, dict[str, tuple[Permission, Permission]]] = {
         "read": ("allow", "ask"),
         "edit": ("allow", "ask"),
         "execute": ("ask", "ask"),
-        "kernel": ("allow", "allow"),
+        "kernel": ("ask", "ask"),
         "fetch": ("ask", "ask"),
     },
     "danger-full-access": {
@@ -144,6 +144,8 @@ class Verdict:
     """What an "always" answer is remembered under."""
     outside: bool = False
     """The call touches paths outside the workspace (allowed only by the preset or an approval)."""
+    hint: str = ""
+    """What the user can do when nobody can be asked (said in the refusal of a headless run)."""
 
 
 ALLOWED = Verdict("allow")
@@ -272,7 +274,8 @@ class PermissionPolicy:
         }
         for kind, verb in verbs.items():
             if kind in access:
-                weigh(table[kind][0], f"{tool} would {verb}", f"{tool}:{kind}")
+                answer, note = _kernel_answer(table[kind][0]) if kind == "kernel" else (table[kind][0], "")
+                weigh(answer, f"{tool} would {verb}{note}", f"{tool}:{kind}")
         for kind in ("read", "edit"):
             if kind not in access:
                 continue
@@ -308,7 +311,18 @@ class PermissionPolicy:
         reason = "; ".join(dict.fromkeys(reasons))
         if worst == "deny" and preset_denied:
             reason = f"the {self.preset} preset does not allow this: {reason}"
-        return Verdict(worst, reason, tuple(dict.fromkeys(keys)), outside)
+        asks_to_run = worst == "ask" and f"{tool}:kernel" in keys
+        return Verdict(worst, reason, tuple(dict.fromkeys(keys)), outside, PYTHON_TOOL_HINT if asks_to_run else "")
+
+
+def _kernel_answer(answer: Permission) -> tuple[Permission, str]:
+    """The preset's answer for running code in the kernel's own process, with the user's setting applied
+    (:mod:`.python_access`, never the model's to change), and what the question adds to its reason."""
+    if answer != "ask":
+        return answer, ""
+    if python_tool_setting() == "allow":
+        return "allow", ""
+    return "ask", " (its code is not sandboxed: it can do what you can)"
 
 
 def _stat(real: Path) -> os.stat_result | None:

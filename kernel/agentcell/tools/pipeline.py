@@ -203,11 +203,12 @@ class ToolPipeline:
         self, state: _Run, verdict: Verdict, policy: PermissionPolicy, approver: Approver | None
     ) -> ToolResult | None:
         """Ask the user through ``approver``; the refusal to return, or None when allowed."""
+        hint = f" {verdict.hint}" if verdict.hint else ""
         if approver is None:
             state.denied_by = "no-approver"
             return ToolResult.error(
                 f"not run: {verdict.reason}. That needs the user's approval under the {policy.preset} "
-                "preset, and no one can be asked in this session.",
+                f"preset, and no one can be asked in this session.{hint}",
                 "DENIED",
             )
         request = ApprovalRequest(call=state.call, reason=verdict.reason, keys=verdict.keys, preset=policy.preset)
@@ -215,7 +216,7 @@ class ToolPipeline:
             answer = await approver(request)
         except ApprovalUnavailable as exc:
             state.denied_by = "no-view"
-            return ToolResult.error(f"not run: {_describe(exc)}", "DENIED")
+            return ToolResult.error(f"not run: {_describe(exc)}{hint}", "DENIED")
         except BaseException as exc:
             _reraise_cancellation(exc)
             state.denied_by = "approver"

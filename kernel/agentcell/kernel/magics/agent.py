@@ -14,7 +14,7 @@ from IPython.core.magic import line_cell_magic, line_magic, magics_class
 
 from ...errors import AgentCellError
 from ._base import MagicGroup
-from .permission_rules import describe_rules, describe_sandbox, revoke_rules
+from .permission_rules import describe_python_tool, describe_rules, describe_sandbox, revoke_rules
 
 __all__ = ["AgentMagics"]
 
@@ -62,8 +62,8 @@ class AgentMagics(MagicGroup):
         "tools": "%tools [list | enable NAME… | disable NAME… | force NAME…]  the agent's tools; force: the next "
         "turn's first requests call these tools, one each, in order (helps small models)",
         "permissions": "%permissions [read-only | workspace-write | danger-full-access | revoke NAME… | revoke all]  "
-        "what tools may do unasked, and the session's Allow-always rules; workspace-write: files change only inside "
-        "the workspace, by the file tools and the python tool alike, and shell commands and the network ask",
+        "what tools may do unasked, and the session's Allow-always rules; workspace-write: the file tools change "
+        "files only inside the workspace, and shell commands, the python tool and the network ask",
         "agent": "%agent [show | pin VERSION | versions]  the agent and its pinned version",
         "mcp": "%mcp [list | add NAME -- COMMAND … | add NAME --url URL | remove NAME]  MCP servers",
         "config": "%config AgentCell[.SETTING [= VALUE]]  IPython's settings (see %config AgentCell); "
@@ -216,6 +216,7 @@ class AgentMagics(MagicGroup):
                 preset = self.host.session.record.permissions
                 print(f"permissions: {preset}")
                 print(describe_sandbox(preset))
+                print(describe_python_tool(preset))
                 print(describe_rules(self.host.session))
                 return
             if args[0] == "revoke":

@@ -3,9 +3,10 @@ drops them.
 
 An "Allow always" (or "Deny always") answer makes one rule per key of its request (``bash:$ git status``:
 bash running that command, each part of a command line a rule of its own; ``write_file:edit:/data``:
-writing outside the workspace, there). The answer is in the
-session's log (``user.tool_confirmation`` with its ``keys``), a revocation too (``user.permission_revoked``),
-so the rules outlive a kernel restart and the log says when each was made and undone.
+writing outside the workspace, there; ``python:kernel``: the python tool running, any code). The answer is
+in the session's log (``user.tool_confirmation`` with its ``keys``), a revocation too
+(``user.permission_revoked``), so the rules outlive a kernel restart and the log says when each was made and
+undone.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ...errors import InvalidInputError
 if TYPE_CHECKING:
     from ...sessions import Session
 
-__all__ = ["describe_rules", "describe_sandbox", "revoke_rules"]
+__all__ = ["describe_python_tool", "describe_rules", "describe_sandbox", "revoke_rules"]
 
 
 def describe_sandbox(preset: str) -> str:
@@ -37,18 +38,30 @@ def describe_sandbox(preset: str) -> str:
     )
 
 
+def describe_python_tool(preset: str) -> str:
+    """What the python tool may do under ``preset``, in one line (as the permission table enforces it)."""
+    from ...tools.python_access import python_tool_setting
+
+    if preset == "read-only":
+        return "python tool: refused (its code runs in this kernel, which nothing would keep read-only)"
+    if preset == "danger-full-access":
+        return "python tool: runs unasked, with your full rights"
+    if python_tool_setting() == "allow":
+        return (
+            "python tool: runs unasked (AgentCell.python_tool = 'allow'), with guard rails that are not a "
+            "sandbox: its code runs in this kernel"
+        )
+    return (
+        "python tool: asked before each run (its code runs in this kernel, not sandboxed; Allow always makes "
+        "the python:kernel rule; %config AgentCell.python_tool = 'allow' runs it unasked)"
+    )
+
+
 def describe_rules(session: Session) -> str:
     """One line per rule in force, or a line saying there are none."""
-    from ...tools.command_rules import COMMAND_RULE  # the kernel starts without the tools
+    from ...tools.approvals import describe_rules as describe  # the kernel starts without the tools
 
-    rules = session.approvals.remembered
-    if not rules:
-        return "always rules: none (an approval's Allow always adds one)"
-    lines = ["always rules (revoke with %permissions revoke NAME, or all):"]
-    for key, allowed in sorted(rules.items()):
-        scope = "  (this command only)" if key.startswith(COMMAND_RULE) else ""
-        lines.append(f"  {key}: {'allow' if allowed else 'deny'}{scope}")
-    return "\n".join(lines)
+    return describe(session.approvals.remembered, "revoke with %permissions revoke NAME, or all")
 
 
 def revoke_rules(session: Session, names: list[str]) -> str:

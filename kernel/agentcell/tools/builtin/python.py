@@ -453,7 +453,8 @@ def python_tool(
             timeout_seconds: Stop the code after this many seconds (the default suits most code).
         """
         limit = min(timeout_seconds or timeout, max_timeout)
-        # The preset's guard rails (tools/confine.py): it runs unasked, so it gets the file rule instead.
+        # The preset's guard rails (tools/confine.py), asked or not: what a confused model's code does by
+        # mistake stays inside. They are no sandbox; the approval (tools/python_access.py) is the gate.
         capture, stopped = await _execute(code, namespace, limit, context.policy)
         return _render(capture, stopped)
 
