@@ -29,13 +29,15 @@ from .request import SessionTool
 
 __all__ = [
     "NOTEBOOK_EDIT_TOOL",
+    "PROPOSAL_EVENT_TYPES",
     "NotebookCells",
     "cell_tools",
     "notebook_cells",
 ]
 
 NOTEBOOK_EDIT_TOOL = "notebook_edit"
-_SCAN_TYPES = ("user.message", "agent.cell_proposed", "user.cell_proposal_resolved", "session.status_idle")
+PROPOSAL_EVENT_TYPES = ("user.message", "agent.cell_proposed", "user.cell_proposal_resolved", "session.status_idle")
+"""The events :func:`notebook_cells` folds (with the idle statuses that end turns)."""
 
 _DESCRIPTION = (
     "Propose a change to the user's notebook: a new cell (Python code, or Markdown for notes), an edit of one "
@@ -114,7 +116,7 @@ def _apply(cells: NotebookCells, answer: UserCellProposalResolved) -> None:
 
 
 def _session_cells(log: SessionLog) -> NotebookCells:
-    return notebook_cells(log.events(types=_SCAN_TYPES), log.path().superseded)
+    return notebook_cells(log.events(types=PROPOSAL_EVENT_TYPES), log.path().superseded)
 
 
 def cell_tools(log: SessionLog, deps: TurnDeps, agent: Agent) -> list[SessionTool]:

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from traitlets import Enum, Float, Int, TraitError, Unicode, observe, validate
+from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, observe, validate
 from traitlets.config import Configurable
 
 from ..errors import PermissionChangeRefused, TurnError, TurnInterrupted, UserError
@@ -85,6 +85,12 @@ class AgentCell(Configurable):
     context_turn_chars = Int(60_000, help="Most characters of code cells one turn sends; cells from the middle "
                              "of a longer run are left out, with a note.").tag(config=True)  # fmt: skip
     context_images = Int(4, help="Most images of code cells one turn sends (the rest as their text).").tag(config=True)
+    propose_cells = Bool(
+        False,
+        help="Let the agent propose cells (new ones, edits, deletions) that you accept (`%accept N`, or the lab "
+        "extension's buttons) or reject (`%reject N`); never under read-only. Off by default: it adds a tool, "
+        "and so changes every request (and a recording's key).",
+    ).tag(config=True)
 
     host: NotebookAgent | None = None
 
@@ -324,9 +330,10 @@ class NotebookAgent:
 
         await run_outcome_cell(self, line, body)
 
-    async def ask(self, text: str | OutcomeSpec) -> None:
+    async def ask(self, text: str | OutcomeSpec, *, propose: bool = False) -> None:
         """Run one turn for a prose cell, streaming into the cell's output; a turn that ended in an error
-        fails the cell."""
+        fails the cell. ``propose``: the agent may propose cells in this turn whatever
+        ``AgentCell.propose_cells`` says (``%fix``)."""
         from ..events import ErrorStop
 
         tool_choice, self.next_tool_choice = self.next_tool_choice, ()
@@ -343,7 +350,8 @@ class NotebookAgent:
             if source is not None and isinstance(text, str):
                 # The embedded model's window is 4,096 tokens: a turn's cells get a quarter of it at most.
                 small = session.agent.model.id.startswith("local")
-                context = source.build(take=True, window_chars=LOCAL_WINDOW_CHARS if small else None)
+                editable = propose or self.config.propose_cells
+                context = source.build(take=True, window_chars=LOCAL_WINDOW_CHARS if small else None, editable=editable)
                 if context is not None and context.variables:
                     self._offer_inspect_tool()
             self.last = await session.ask(

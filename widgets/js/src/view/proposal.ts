@@ -120,7 +120,7 @@ export class ProposalCard {
       this.settle(answer === "reject" ? "Rejected" : answer === "run" ? "Accepted; running…" : "Accepted");
       return;
     }
-    const magic = `%${answer === "reject" ? "reject" : "accept"} ${this.block.number}${answer === "run" ? " --run" : ""}`;
+    const magic = `%${answer === "reject" ? "reject" : "accept"} ${this.block.number}`;
     this.status.textContent = `Run ${magic} in a cell to answer.`;
     if (answer !== "reject" && navigator.clipboard) void navigator.clipboard.writeText(magic).then(() => (this.status.textContent = `Copied ${magic}: run it in a cell.`), () => undefined);
   }
