@@ -362,6 +362,16 @@ class NotebookAgent:
         if self.last is not None and isinstance(self.last.stop_reason, ErrorStop):
             raise TurnError(self.last.stop_reason.message)
 
+    def answer_proposal(
+        self, number: int, outcome: str, *, cell_id: str | None = None, source: str | None = None,
+        run: bool = False, message: str = "",
+    ) -> str:  # fmt: skip
+        """A front end's answer to the agent's proposed cell ``number`` (``agentcell run --accept-cells``, the
+        lab extension): appended for the next request; what to tell the user."""
+        from .magics.proposals import answer_proposal
+
+        return answer_proposal(self, number, outcome, cell_id=cell_id, source=source, run=run, message=message)
+
     def _offer_inspect_tool(self) -> None:
         """Once the notebook has named the user's variables to the model, it may look at one more closely
         (offered from then on: a notebook that never did keeps its tools, and its recordings their keys)."""

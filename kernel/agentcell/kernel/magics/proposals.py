@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, ClassVar
 from IPython.core.error import UsageError
 from IPython.core.magic import line_magic, magics_class
 
+from ...errors import UserError
 from ._base import MagicGroup
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from ...records.cell_events import AgentCellProposed
     from ..host import NotebookAgent
 
-__all__ = ["ProposalMagics", "fix_prompt", "run_fix"]
+__all__ = ["ProposalMagics", "answer_proposal", "find_proposal", "fix_prompt", "run_fix"]
 
 _HELP = {
     "accept": "%accept N  accept the agent's proposed cell N: its source goes in a new cell below this one",
@@ -44,9 +45,7 @@ class ProposalMagics(MagicGroup):
     HELP: ClassVar[dict[str, str]] = _HELP
 
     def _cells(self) -> NotebookCells:
-        from ...engine.cell_proposals import PROPOSAL_EVENT_TYPES, notebook_cells
-
-        return notebook_cells(self.host.session.events(types=PROPOSAL_EVENT_TYPES, active_path=True), set())
+        return session_cells(self.host)
 
     def _proposal(self, name: str, line: str) -> tuple[AgentCellProposed, list[str]] | None:
         args = self._guard(name, line)
@@ -54,15 +53,10 @@ class ProposalMagics(MagicGroup):
             return None
         if not args or not args[0].isdigit():
             raise UsageError(f"%{name}: say which proposal: {_HELP[name].split('  ')[0]}")
-        cells = self._cells()
-        number = int(args[0])
-        proposal = cells.proposals.get(number)
-        pending = ", ".join(str(p.number) for p in cells.pending()) or "none"
-        if proposal is None:
-            raise UsageError(f"%{name}: the agent made no proposal {number} (waiting: {pending})")
-        if (answer := cells.resolved.get(number)) is not None:
-            raise UsageError(f"%{name}: proposal {number} was {answer.outcome} already (waiting: {pending})")
-        return proposal, args[1:]
+        try:
+            return find_proposal(self.host, int(args[0])), args[1:]
+        except UserError as exc:
+            raise UsageError(f"%{name}: {exc}") from None
 
     @line_magic
     def accept(self, line: str) -> None:
@@ -111,6 +105,43 @@ class ProposalMagics(MagicGroup):
                 f"cell {proposal.cell_id} changed since the agent proposed {_what(proposal)} (it ran with other code)"
             )
         return None
+
+
+def session_cells(host: NotebookAgent) -> NotebookCells:
+    from ...engine.cell_proposals import PROPOSAL_EVENT_TYPES, notebook_cells
+
+    return notebook_cells(host.session.events(types=PROPOSAL_EVENT_TYPES, active_path=True), set())
+
+
+def find_proposal(host: NotebookAgent, number: int) -> AgentCellProposed:
+    """The proposal ``number``, still waiting; raises UserError saying which ones wait."""
+    cells = session_cells(host)
+    proposal = cells.proposals.get(number)
+    pending = ", ".join(str(p.number) for p in cells.pending()) or "none"
+    if proposal is None:
+        raise UserError(f"the agent made no proposal {number} (waiting: {pending})")
+    if (answer := cells.resolved.get(number)) is not None:
+        raise UserError(f"proposal {number} was {answer.outcome} already (waiting: {pending})")
+    return proposal
+
+
+def answer_proposal(
+    host: NotebookAgent,
+    number: int,
+    outcome: str,
+    *,
+    cell_id: str | None = None,
+    source: str | None = None,
+    run: bool = False,
+    message: str = "",
+) -> str:
+    """A front end applied (or declined) proposal ``number`` itself: record its answer; what to tell the user."""
+    if outcome not in ("accepted", "rejected", "failed"):
+        raise UserError(f"an answer is accepted, rejected or failed, not {outcome!r}")
+    proposal = find_proposal(host, number)
+    resolve(host, proposal, outcome, cell_id=cell_id, source=source, run=run, message=message)
+    said = f"{_what(proposal).capitalize()}: {outcome}"
+    return f"{said}: {message}" if message else said
 
 
 def _what(proposal: AgentCellProposed) -> str:
