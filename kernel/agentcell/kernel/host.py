@@ -372,6 +372,12 @@ class NotebookAgent:
 
         return answer_proposal(self, number, outcome, cell_id=cell_id, source=source, run=run, message=message)
 
+    def pending_proposals(self) -> list[int]:
+        """The numbers of the agent's proposed cells still waiting (a reopened notebook's cards cannot tell)."""
+        from .magics.proposals import session_cells
+
+        return [p.number for p in session_cells(self).pending()]
+
     def _offer_inspect_tool(self) -> None:
         """Once the notebook has named the user's variables to the model, it may look at one more closely
         (offered from then on: a notebook that never did keeps its tools, and its recordings their keys)."""

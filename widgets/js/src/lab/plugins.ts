@@ -5,7 +5,8 @@ import { insertCellPlugin } from "./insert_cell";
 import { liveViewsPlugin } from "./live_views";
 import { notebookIdPlugin } from "./notebook_id";
 import { placeholderPlugin } from "./placeholder";
+import { proposalsPlugin } from "./proposals";
 import { pythonCellsPlugin } from "./python_cells";
 import { staleTurnsPlugin } from "./stale";
 
-export default [approvalNoticePlugin, insertCellPlugin, liveViewsPlugin, notebookIdPlugin, placeholderPlugin, pythonCellsPlugin, staleTurnsPlugin];
+export default [approvalNoticePlugin, insertCellPlugin, liveViewsPlugin, notebookIdPlugin, placeholderPlugin, proposalsPlugin, pythonCellsPlugin, staleTurnsPlugin];

@@ -89,7 +89,9 @@ export class ProposalCard {
       h("p", { class: "ac-note ac-proposal-help" }, `Without agentcell's JupyterLab extension: run %accept ${block.number} or %reject ${block.number} in a cell.`),
       actions,
     );
-    // Keyboard: with the card focused, A accepts, R accepts and runs, X rejects.
+    // Keyboard: with the card focused, A accepts, R accepts and runs, X rejects. JupyterLab reads its
+    // shortcuts as keydown bubbles to the document, so stopping it here keeps "a" from inserting a cell above,
+    // and every other key (Ctrl+S) still reaches it.
     this.el.addEventListener("keydown", (event) => {
       if (event.target !== this.el || event.ctrlKey || event.metaKey || event.altKey) return;
       const answer = ({ a: "accept", r: "run", x: "reject" } as Record<string, ProposalAnswer>)[event.key.toLowerCase()];

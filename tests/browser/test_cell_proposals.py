@@ -1,0 +1,101 @@
+"""The agent's proposed cells in JupyterLab with its default settings, the real kernel on a scripted model:
+each proposal is a card in the turn; Accept & run inserts the cell below the turn and runs it; an edit shows
+its diff and Reject leaves the cell as it was; a proposal left waiting survives save and reopen and is
+accepted from the keyboard alone, while one answered before is not applied twice; each answer reaches the
+session's log, for the next request."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import nbformat
+import pytest
+from playwright.sync_api import Page, expect
+
+from .conftest import lab_env, script
+from .lab import Lab, open_notebook, run_cell, run_lab, save, screenshot, turn, wait_cell_done
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(180)]
+
+INSERT = {"action": "insert", "source": "y = x * 2\nprint('y is', y)", "note": "double it"}
+EDIT = {"action": "edit", "cell_id": "setup", "source": "x = 3"}
+NOTE = {"action": "insert", "cell_type": "markdown", "cell_id": "setup", "source": "## Doubling x"}
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    base = tmp_path_factory.mktemp("proposals")
+    with run_lab(base, env=lab_env(base), defaults=True) as server:
+        yield server
+
+
+def cells(page: Page) -> Any:
+    return page.locator(".jp-Notebook .jp-Cell")
+
+
+def answers(lab: Lab) -> list[tuple[int, str, bool]]:
+    conn = sqlite3.connect(lab.root.parent / "agentcell.db")
+    rows = conn.execute("SELECT body FROM events WHERE type = 'user.cell_proposal_resolved' ORDER BY seq").fetchall()
+    conn.close()
+    return [(b["number"], b["outcome"], b.get("run", False)) for b in (json.loads(body) for (body,) in rows)]
+
+
+def test_proposals_are_answered_in_place_and_a_waiting_one_survives_reopening(page: Page, lab: Lab) -> None:
+    calls = [{"steps": [{"kind": "tool_call", "name": "notebook_edit", "input": i}]} for i in (INSERT, EDIT, NOTE)]
+    model = script(lab, "proposals", [*calls, {"steps": [{"kind": "text", "text": "Three proposals."}]}])
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "agentcell", "display_name": "agentcell", "language": "markdown"}
+    sources = {"model": model, "config": "%config AgentCell.propose_cells = True", "setup": "%%python\nx = 2"}
+    nb.cells = [nbformat.v4.new_code_cell(s, id=i) for i, s in sources.items()]
+    nb.cells.append(nbformat.v4.new_code_cell("Double x, make it three, and add a heading.", id="ask"))
+    nbformat.write(nb, lab.root / "proposals.ipynb")
+
+    open_notebook(page, lab, "proposals.ipynb")
+    for index in range(4):
+        run_cell(page, index)
+        wait_cell_done(page, index)
+    expect(turn(page, 3).locator(".ac-turn-status")).to_have_text("done", timeout=30_000)
+    cards = turn(page, 3).locator(".ac-proposal")
+    expect(cards).to_have_count(3)
+    expect(cards.nth(0)).to_contain_text("Proposed 1: a new code cell below the turn · double it")
+    expect(cards.nth(1).locator(".ac-diff-line")).to_have_text(["- x = 2", "+ x = 3"])
+    screenshot(page, "proposals-pending")
+
+    before = cells(page).count()  # Shift+Enter on the last cell added an empty one below it
+    cards.nth(0).get_by_role("button", name="Accept & run").click()
+    expect(cells(page)).to_have_count(before + 1)
+    added = cells(page).nth(4)
+    expect(added.locator(".cm-content")).to_have_text("%%pythony = x * 2print('y is', y)")
+    expect(added.locator(".jp-OutputArea-output")).to_contain_text("y is 4", timeout=30_000)
+    cards.nth(1).get_by_role("button", name="Reject").click()
+    expect(cards.nth(1).locator(".ac-proposal-status")).to_have_text("Rejected")
+    expect(cells(page).nth(2).locator(".cm-content")).to_have_text("%%pythonx = 2")  # unchanged
+    screenshot(page, "proposals-answered")
+    save(page)
+    for kernel in lab.api("GET", "/api/kernels"):
+        lab.api("DELETE", f"/api/kernels/{kernel['id']}")
+
+    open_notebook(page, lab, "proposals.ipynb")
+    waiting = cells(page).nth(3).locator(".ac-proposal").nth(2)
+    expect(waiting).to_contain_text("Proposed 3: a new markdown cell after cell setup")
+    expect(waiting.get_by_role("button", name="Accept", exact=True)).to_be_enabled()
+    screenshot(page, "proposals-reopened")
+    waiting.focus()
+    page.keyboard.press("a")  # the card's own key, not JupyterLab's "insert a cell above"
+    expect(cells(page)).to_have_count(before + 2)
+    heading = cells(page).nth(3)
+    expect(heading).to_have_class(re.compile(r"\bjp-MarkdownCell\b"))
+    screenshot(page, "proposals-keyboard")
+    answered = cells(page).nth(4).locator(".ac-proposal").nth(0)  # accepted before the notebook was closed
+    answered.get_by_role("button", name="Accept", exact=True).click()
+    expect(page.get_by_text("Proposal 1 was answered already; nothing was changed.")).to_be_visible()
+    expect(cells(page)).to_have_count(before + 2)
+    for _ in range(100):  # the kernel records the last answer once its silent request is through
+        if len(answers(lab)) == 3:
+            break
+        page.wait_for_timeout(100)
+    assert answers(lab) == [(1, "accepted", True), (2, "rejected", False), (3, "accepted", False)]
