@@ -99,3 +99,38 @@ def test_proposals_are_answered_in_place_and_a_waiting_one_survives_reopening(pa
             break
         page.wait_for_timeout(100)
     assert answers(lab) == [(1, "accepted", True), (2, "rejected", False), (3, "accepted", False)]
+
+
+def test_fix_on_a_traceback_proposes_an_edit_of_the_failing_cell(page: Page, lab: Lab) -> None:
+    fix = {"action": "edit", "cell_id": "bad", "source": "ratio = 1 / 2"}
+    model = script(lab, "fix", [{"steps": [{"kind": "tool_call", "name": "notebook_edit", "input": fix}]},
+                                {"steps": [{"kind": "text", "text": "Divide by two, not zero."}]}])  # fmt: skip
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "agentcell", "display_name": "agentcell", "language": "markdown"}
+    nb.cells = [
+        nbformat.v4.new_code_cell(model, id="model"),
+        nbformat.v4.new_code_cell("%%python\nratio = 1 / 0", id="bad"),
+    ]
+    nbformat.write(nb, lab.root / "fix.ipynb")
+    open_notebook(page, lab, "fix.ipynb")
+    run_cell(page, 0)
+    wait_cell_done(page, 0)
+    run_cell(page, 1)
+    wait_cell_done(page, 1)
+    failed = cells(page).nth(1)
+    expect(failed.locator(".jp-OutputArea-output")).to_contain_text("ZeroDivisionError")
+    button = failed.get_by_role("button", name="Fix with the agent")
+    screenshot(page, "fix-offered")
+    button.focus()
+    page.keyboard.press("Enter")  # keyboard only
+    fixing = cells(page).nth(2)
+    expect(fixing.locator(".cm-content")).to_have_text("%fix")
+    card = fixing.locator(".ac-proposal")
+    expect(card).to_contain_text("Proposed 1: an edit of cell bad", timeout=30_000)
+    expect(card.locator(".ac-diff-line")).to_have_text(["- ratio = 1 / 0", "+ ratio = 1 / 2"])
+    expect(button).to_have_count(0)
+    screenshot(page, "fix-proposed")
+    card.get_by_role("button", name="Accept & run").click()
+    expect(failed.locator(".cm-content")).to_have_text("%%pythonratio = 1 / 2")
+    expect(failed.locator(".jp-OutputArea-output")).to_have_count(0, timeout=30_000)  # it ran, and raised nothing
+    screenshot(page, "fix-accepted")

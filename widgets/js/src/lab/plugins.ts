@@ -1,6 +1,7 @@
 /** The JupyterLab / Notebook 7 plugins of agentcell (the MIME renderer is `mime.ts`, loaded separately). */
 
 import { approvalNoticePlugin } from "./approval_notice";
+import { fixErrorPlugin } from "./fix_error";
 import { insertCellPlugin } from "./insert_cell";
 import { liveViewsPlugin } from "./live_views";
 import { notebookIdPlugin } from "./notebook_id";
@@ -9,4 +10,4 @@ import { proposalsPlugin } from "./proposals";
 import { pythonCellsPlugin } from "./python_cells";
 import { staleTurnsPlugin } from "./stale";
 
-export default [approvalNoticePlugin, insertCellPlugin, liveViewsPlugin, notebookIdPlugin, placeholderPlugin, proposalsPlugin, pythonCellsPlugin, staleTurnsPlugin];
+export default [approvalNoticePlugin, fixErrorPlugin, insertCellPlugin, liveViewsPlugin, notebookIdPlugin, placeholderPlugin, proposalsPlugin, pythonCellsPlugin, staleTurnsPlugin];
