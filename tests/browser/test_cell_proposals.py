@@ -1,5 +1,6 @@
 """The agent's proposed cells in JupyterLab with its default settings, the real kernel on a scripted model:
-each proposal is a card in the turn; Accept & run inserts the cell below the turn and runs it; an edit shows
+each proposal is a card in the turn; a new cell's source edited on its card, then Accept & run, inserts it
+below the turn and runs it; an edit shows
 its diff and Reject leaves the cell as it was; a proposal left waiting survives save and reopen and is
 accepted from the keyboard alone, while one answered before is not applied twice; each answer reaches the
 session's log, for the next request."""
@@ -37,11 +38,12 @@ def cells(page: Page) -> Any:
     return page.locator(".jp-Notebook .jp-Cell")
 
 
-def answers(lab: Lab) -> list[tuple[int, str, bool]]:
+def answers(lab: Lab) -> list[tuple[int, str, bool, str | None]]:
     conn = sqlite3.connect(lab.root.parent / "agentcell.db")
     rows = conn.execute("SELECT body FROM events WHERE type = 'user.cell_proposal_resolved' ORDER BY seq").fetchall()
     conn.close()
-    return [(b["number"], b["outcome"], b.get("run", False)) for b in (json.loads(body) for (body,) in rows)]
+    found = [json.loads(body) for (body,) in rows]
+    return [(b["number"], b["outcome"], b.get("run", False), b.get("source")) for b in found]
 
 
 def test_proposals_are_answered_in_place_and_a_waiting_one_survives_reopening(page: Page, lab: Lab) -> None:
@@ -66,11 +68,12 @@ def test_proposals_are_answered_in_place_and_a_waiting_one_survives_reopening(pa
     screenshot(page, "proposals-pending")
 
     before = cells(page).count()  # Shift+Enter on the last cell added an empty one below it
+    cards.nth(0).locator(".ac-proposal-code").fill("y = x * 10\nprint('y is', y)")  # edited before accepting
     cards.nth(0).get_by_role("button", name="Accept & run").click()
     expect(cells(page)).to_have_count(before + 1)
     added = cells(page).nth(4)
-    expect(added.locator(".cm-content")).to_have_text("%%pythony = x * 2print('y is', y)")
-    expect(added.locator(".jp-OutputArea-output")).to_contain_text("y is 4", timeout=30_000)
+    expect(added.locator(".cm-content")).to_have_text("%%pythony = x * 10print('y is', y)")
+    expect(added.locator(".jp-OutputArea-output")).to_contain_text("y is 20", timeout=30_000)
     cards.nth(1).get_by_role("button", name="Reject").click()
     expect(cards.nth(1).locator(".ac-proposal-status")).to_have_text("Rejected")
     expect(cells(page).nth(2).locator(".cm-content")).to_have_text("%%pythonx = 2")  # unchanged
@@ -98,7 +101,11 @@ def test_proposals_are_answered_in_place_and_a_waiting_one_survives_reopening(pa
         if len(answers(lab)) == 3:
             break
         page.wait_for_timeout(100)
-    assert answers(lab) == [(1, "accepted", True), (2, "rejected", False), (3, "accepted", False)]
+    assert answers(lab) == [
+        (1, "accepted", True, "y = x * 10\nprint('y is', y)"),  # the model learns the source the user accepted
+        (2, "rejected", False, None),
+        (3, "accepted", False, None),
+    ]
 
 
 def test_fix_on_a_traceback_proposes_an_edit_of_the_failing_cell(page: Page, lab: Lab) -> None:

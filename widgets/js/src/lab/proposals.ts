@@ -83,7 +83,10 @@ function settle(panel: NotebookPanel, proposal: ProposalBlock, answer: ProposalA
   const run = answer === "run" && done.run !== null;
   // JSON strings are Python string literals too; null is not.
   const cellId = done.cellId === null ? "None" : JSON.stringify(done.cellId);
-  const call = `__agentcell__.answer_proposal(${proposal.number}, ${JSON.stringify(done.outcome)}, cell_id=${cellId}, run=${run ? "True" : "False"}, message=${JSON.stringify(done.message)})`;
+  const proposed = (proposal as ProposalBlock & { proposedSource?: string }).proposedSource;
+  const edited = done.outcome === "accepted" && proposed !== undefined && proposed !== proposal.source;
+  const source = edited ? `, source=${JSON.stringify(proposal.source)}` : "";
+  const call = `__agentcell__.answer_proposal(${proposal.number}, ${JSON.stringify(done.outcome)}, cell_id=${cellId}, run=${run ? "True" : "False"}, message=${JSON.stringify(done.message)}${source})`;
   const told = kernel.requestExecute({ code: "", silent: true, store_history: false, user_expressions: { answer: call } });
   void told.done.then((reply) => {
     const said = (reply.content as { user_expressions?: Record<string, { status?: string; evalue?: string }> }).user_expressions?.answer;

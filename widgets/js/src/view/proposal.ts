@@ -55,6 +55,7 @@ export class ProposalCard {
   private readonly status: HTMLElement;
   private readonly buttons: HTMLButtonElement[];
   private block: ProposalBlock;
+  private readonly code: HTMLElement;
 
   constructor(block: ProposalBlock) {
     this.block = block;
@@ -68,7 +69,11 @@ export class ProposalCard {
               h("div", { class: `ac-diff-line ac-diff-${line.sign === "+" ? "add" : line.sign === "-" ? "del" : "same"}` }, `${line.sign} ${line.text}`),
             ),
           )
-        : h("pre", { class: "ac-proposal-code" }, block.action === "delete" ? (block.oldSource ?? "") : block.source);
+        : block.action === "delete"
+          ? h("pre", { class: "ac-proposal-code" }, block.oldSource ?? "")
+          : // A new cell's source may be edited before it is accepted (its keys are text, not notebook shortcuts).
+            h("pre", { class: "ac-proposal-code", contenteditable: "plaintext-only", spellcheck: "false", "aria-label": "proposed source (editable)", "data-lm-suppress-shortcuts": "true" }, block.source);
+    this.code = code;
     const button = (label: string, answer: ProposalAnswer, key: string) => {
       const el = h("button", { type: "button", class: `ac-button ac-proposal-${answer}`, "aria-keyshortcuts": key, title: `${label} (${key})` }, label);
       el.addEventListener("click", () => this.answer(answer));
@@ -117,7 +122,12 @@ export class ProposalCard {
 
   private answer(answer: ProposalAnswer): void {
     if (this.buttons.every((b) => b.disabled)) return;
-    const ask = new CustomEvent(PROPOSAL_EVENT, { bubbles: true, cancelable: true, composed: true, detail: { proposal: this.block, answer } });
+    // The source as the card shows it now: the user may have edited a new cell's before accepting.
+    // innerText keeps the line breaks an edit made as <br> or <div> (jsdom has only textContent).
+    const shown = (this.code.innerText as string | undefined) ?? this.code.textContent ?? this.block.source;
+    const edited = this.block.action === "insert" ? shown.replace(/\n$/, "") || this.block.source : this.block.source;
+    const proposal = { ...this.block, source: edited, proposedSource: this.block.source };
+    const ask = new CustomEvent(PROPOSAL_EVENT, { bubbles: true, cancelable: true, composed: true, detail: { proposal, answer } });
     if (!this.el.dispatchEvent(ask)) {
       this.settle(answer === "reject" ? "Rejected" : answer === "run" ? "Accepted; running…" : "Accepted");
       return;
