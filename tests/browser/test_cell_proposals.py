@@ -18,7 +18,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from .conftest import lab_env, script
-from .lab import Lab, open_notebook, run_cell, run_lab, save, screenshot, turn, wait_cell_done
+from .lab import APPS, Lab, open_notebook, run_cell, run_lab, save, screenshot, turn, wait_cell_done
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -65,6 +65,7 @@ def test_proposals_are_answered_in_place_and_a_waiting_one_survives_reopening(pa
     expect(cards).to_have_count(3)
     expect(cards.nth(0)).to_contain_text("Proposed 1: a new code cell below the turn · double it")
     expect(cards.nth(1).locator(".ac-diff-line")).to_have_text(["- x = 2", "+ x = 3"])
+    expect(cards.nth(0).locator(".ac-proposal-help")).to_be_hidden()  # the %accept hint is for other front ends
     screenshot(page, "proposals-pending")
 
     before = cells(page).count()  # Shift+Enter on the last cell added an empty one below it
@@ -108,9 +109,10 @@ def test_proposals_are_answered_in_place_and_a_waiting_one_survives_reopening(pa
     ]
 
 
-def test_fix_on_a_traceback_proposes_an_edit_of_the_failing_cell(page: Page, lab: Lab) -> None:
+@pytest.mark.parametrize("app", APPS)
+def test_fix_on_a_traceback_proposes_an_edit_of_the_failing_cell(page: Page, lab: Lab, app: str) -> None:
     fix = {"action": "edit", "cell_id": "bad", "source": "ratio = 1 / 2"}
-    model = script(lab, "fix", [{"steps": [{"kind": "tool_call", "name": "notebook_edit", "input": fix}]},
+    model = script(lab, f"fix-{app}", [{"steps": [{"kind": "tool_call", "name": "notebook_edit", "input": fix}]},
                                 {"steps": [{"kind": "text", "text": "Divide by two, not zero."}]}])  # fmt: skip
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "agentcell", "display_name": "agentcell", "language": "markdown"}
@@ -118,8 +120,8 @@ def test_fix_on_a_traceback_proposes_an_edit_of_the_failing_cell(page: Page, lab
         nbformat.v4.new_code_cell(model, id="model"),
         nbformat.v4.new_code_cell("%%python\nratio = 1 / 0", id="bad"),
     ]
-    nbformat.write(nb, lab.root / "fix.ipynb")
-    open_notebook(page, lab, "fix.ipynb")
+    nbformat.write(nb, lab.root / f"fix-{app}.ipynb")
+    open_notebook(page, lab, f"fix-{app}.ipynb", app=app)
     run_cell(page, 0)
     wait_cell_done(page, 0)
     run_cell(page, 1)
@@ -127,7 +129,7 @@ def test_fix_on_a_traceback_proposes_an_edit_of_the_failing_cell(page: Page, lab
     failed = cells(page).nth(1)
     expect(failed.locator(".jp-OutputArea-output")).to_contain_text("ZeroDivisionError")
     button = failed.get_by_role("button", name="Fix with the agent")
-    screenshot(page, "fix-offered")
+    screenshot(page, f"fix-offered-{app}")
     button.focus()
     page.keyboard.press("Enter")  # keyboard only
     fixing = cells(page).nth(2)
@@ -136,8 +138,8 @@ def test_fix_on_a_traceback_proposes_an_edit_of_the_failing_cell(page: Page, lab
     expect(card).to_contain_text("Proposed 1: an edit of cell bad", timeout=30_000)
     expect(card.locator(".ac-diff-line")).to_have_text(["- ratio = 1 / 0", "+ ratio = 1 / 2"])
     expect(button).to_have_count(0)
-    screenshot(page, "fix-proposed")
+    screenshot(page, f"fix-proposed-{app}")
     card.get_by_role("button", name="Accept & run").click()
     expect(failed.locator(".cm-content")).to_have_text("%%pythonratio = 1 / 2")
     expect(failed.locator(".jp-OutputArea-output")).to_have_count(0, timeout=30_000)  # it ran, and raised nothing
-    screenshot(page, "fix-accepted")
+    screenshot(page, f"fix-accepted-{app}")

@@ -113,6 +113,7 @@ export const proposalsPlugin: JupyterFrontEndPlugin<void> = {
   autoStart: true,
   requires: [INotebookTracker],
   activate: (_app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    document.body.classList.add("agentcell-proposals"); // the cards' "without the extension" hint is not for this page
     tracker.forEach(follow);
     tracker.widgetAdded.connect((_tracker, panel) => follow(panel));
   },
