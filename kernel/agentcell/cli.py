@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from nbformat import NotebookNode
 
+    from .kernel.headless_proposals import ProposalApplier
+
 __all__ = ["main"]
 
 
@@ -99,9 +101,6 @@ def _readable_notebook(path: Path) -> NotebookNode | None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import nbformat
-    from nbclient.exceptions import CellExecutionError
-
     from .kernel.headless import CellIdNotebookClient
 
     path = Path(args.notebook).resolve()
@@ -138,7 +137,10 @@ def _run(args: argparse.Namespace) -> int:
         failed = any(o.get("output_type") == "error" for o in cell.get("outputs", []))
         print(f"      {'failed' if failed else 'done'} in {elapsed:.1f} s", file=sys.stderr, flush=True)
 
-    client = _printing_client(CellIdNotebookClient)(
+    from .kernel.headless_proposals import ProposalApplier
+
+    proposals = ProposalApplier(accept=args.accept_cells)
+    client = _printing_client(CellIdNotebookClient, proposals)(
         nb,
         kernel_name="agentcell",
         timeout=args.timeout,
@@ -150,15 +152,7 @@ def _run(args: argparse.Namespace) -> int:
         # noise in a terminal run. Errors still show.
         extra_arguments=["--IPKernelApp.log_level=ERROR"],
     )
-    status = 0
-    try:
-        client.execute()
-    except CellExecutionError as exc:
-        _say_failed(exc, code_cells)
-        status = 1
-    finally:
-        _drop_turn_widgets(nb)
-        nbformat.write(nb, out)
+    status = _execute(client, nb, out, code_cells, proposals)
     print(f"wrote {out}\n  open it with: jupyter lab {_shown_path(out)}", file=sys.stderr)
     status = _report_replay(nb, path, mode, failed=status != 0) or status
     if args.html is not None:
@@ -169,6 +163,25 @@ def _run(args: argparse.Namespace) -> int:
             html = html.with_suffix(".html")
         write_html(nb, html)
         print(f"wrote {html}", file=sys.stderr)
+    return status
+
+
+def _execute(client: Any, nb: Any, out: Path, code_cells: list[Any], proposals: ProposalApplier) -> int:
+    """Run every cell, then write the notebook however the run ended; 1 when a cell failed."""
+    import nbformat
+    from nbclient.exceptions import CellExecutionError
+
+    status = 0
+    try:
+        client.execute()
+    except CellExecutionError as exc:
+        _say_failed(exc, code_cells)
+        status = 1
+    finally:
+        proposals.finish(nb)
+        _drop_turn_widgets(nb)
+        nbformat.write(nb, out)
+    _say_proposals(proposals)
     return status
 
 
@@ -209,8 +222,9 @@ def _drop_turn_widgets(nb: Any) -> None:
             del nb.metadata["widgets"]
 
 
-def _printing_client(base: type[Any]) -> type[Any]:
-    """``base`` (nbclient's NotebookClient) printing each turn's answer and tool calls as they stream."""
+def _printing_client(base: type[Any], proposals: ProposalApplier) -> type[Any]:
+    """``base`` (nbclient's NotebookClient) printing each turn's answer and tool calls as they stream, and
+    applying the agent's proposed cells after the cell whose turn proposed them (``--accept-cells``)."""
     from .run_output import TurnPrinter
 
     class PrintingClient(base):  # type: ignore[misc]
@@ -218,9 +232,35 @@ def _printing_client(base: type[Any]) -> type[Any]:
 
         def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
             self.printer.on_message(msg)
+            proposals.on_message(msg)
             return super().process_message(msg, cell, cell_index)
 
+        async def async_execute_cell(self, cell: Any, cell_index: int, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return await super().async_execute_cell(cell, cell_index, *args, **kwargs)
+            finally:
+                for answer in proposals.apply(self.nb, cell_index):
+                    call = (
+                        f"__agentcell__.answer_proposal({answer.number}, {answer.outcome!r}, "
+                        f"cell_id={answer.cell_id!r}, run={answer.outcome == 'accepted'}, message={answer.message!r})"
+                    )
+                    recorded = await self.evaluate(self.kc, call) is not None
+                    said = f"{answer.outcome}{f' ({answer.message})' if answer.message else ''}"
+                    kept = "" if recorded else " (the kernel could not record it: the agent will not be told)"
+                    print(f"  📝 proposal {answer.number}: {said}{kept}", file=sys.stderr)
+
     return PrintingClient
+
+
+def _say_proposals(proposals: ProposalApplier) -> None:
+    waiting = [p for p in proposals.seen if not proposals.accept]
+    if waiting:
+        numbers = ", ".join(str(p.get("number")) for p in waiting)
+        print(
+            f"agentcell run: the agent proposed cells ({numbers}); none was applied. Run with --accept-cells to "
+            "apply them, or open the notebook to review them.",
+            file=sys.stderr,
+        )
 
 
 def _shown_path(path: Path) -> str:
@@ -381,6 +421,8 @@ def main(argv: list[str] | None = None) -> int:
                      help="run live and re-record the notebook's recording (NAME.agentcell.jsonl)")  # fmt: skip
     run.add_argument("--html", nargs="?", const="", metavar="PATH",
                      help="also write an HTML page, keeping widget state and static fallbacks")  # fmt: skip
+    run.add_argument("--accept-cells", action="store_true",
+                     help="apply the cells the agent proposes (a new cell runs in turn; else only listed)")  # fmt: skip
     run.add_argument("--timeout", type=int, default=600, help="seconds each cell may take (default 600)")
     run.add_argument("--continue", dest="continue_session", action="store_true",
                      help="continue the notebook's existing session instead of starting a fresh one")  # fmt: skip

@@ -20,6 +20,7 @@ from pydantic import (
     model_serializer,
 )
 
+from .records.cell_events import CellEvent
 from .records.common import PermissionPreset
 from .records.content import ContentBlock, ImageBlock, ImageSource, TextBlock, ToolDisplay
 from .records.envelope import EventEnvelope, ThreadId
@@ -118,7 +119,7 @@ class UserMessage(_EventBase):
     """Guidance the user steered into the running turn, delivered with the request after this event."""
     skills: Annotated[list[str], Field(default_factory=list, exclude_if=lambda v: not v)]
     """Skills the user named with the message (``/name``), activated before the model's first request."""
-    context: Annotated[NotebookContext | None, Field(exclude_if=lambda v: v is None or v.empty)] = None
+    context: Annotated[NotebookContext | None, Field(exclude_if=lambda v: v is None or v.stored_empty)] = None
     """What the notebook showed since the previous turn (the code cells run, the user's variables): the model
     is shown it before the message. A later run of one of those cells replaces what the model saw of it. An
     empty one is not stored: it only says the notebook sends context (a turn its cell runs again carries the
@@ -568,7 +569,8 @@ Event: TypeAlias = Annotated[
     | SpanModelRequestEnd
     | SpanOutcomeEvaluationStart
     | SpanOutcomeEvaluationEnd
-    | WorkflowEvent,
+    | WorkflowEvent
+    | CellEvent,
     Field(discriminator="type"),
 ]
 

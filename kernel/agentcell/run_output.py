@@ -59,6 +59,12 @@ class TurnPrinter:
             if str(item.get("id")) not in self._streamed:
                 self._write("".join(b.get("text", "") for b in item.get("content", []) if b.get("type") == "text"))
             self._end_line()
+        elif kind == "agent.cell_proposed":
+            self._end_line()
+            what = f"cell {item.get('cell_id')}" if item.get("action") != "insert" else "a new cell"
+            source = _summary("python", {"code": item.get("source") or ""})
+            line = f"  📝 proposal {item.get('number')}: {item.get('action')} {what}: {source}"
+            self._out.write(for_terminal(line) + "\n")
         elif kind in TOOL_CALLS:
             self._calls[str(item.get("id"))] = (str(item.get("name", "tool")), item.get("input"))
         elif kind in TOOL_RESULTS:

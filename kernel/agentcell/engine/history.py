@@ -41,7 +41,9 @@ from ..providers.base import (
     ToolCallPart,
     ToolResultPart,
 )
+from ..records.cell_events import AgentCellProposed, UserCellProposalResolved
 from ..records.workflow_events import WorkflowRunCompleted, WorkflowRunFailed
+from .cell_notes import resolution_note
 from .notebook_context import IMAGE_PLACEHOLDER, context_pieces
 
 __all__ = [
@@ -70,6 +72,8 @@ HISTORY_EVENT_TYPES = (
     "workflow_run.completed",
     "workflow_run.failed",
     "session.context_compacted",
+    "agent.cell_proposed",
+    "user.cell_proposal_resolved",
 )
 """The event types that shape the history (a run the user started opens a turn and leaves its result);
 the rest (spans, usage, status) never do."""
@@ -89,6 +93,8 @@ class History:
         """Where each user message's content begins (message index, part index): a compaction keeps what
         follows the turn it names."""
         self._result_parts: dict[str, ToolResultPart] = {}
+        self._proposals: dict[int, AgentCellProposed] = {}
+        """The cells the agent proposed, by number: the user's answer names one."""
 
     def apply(self, event: Event) -> None:
         match event:
@@ -105,6 +111,10 @@ class History:
             case WorkflowRunCompleted() | WorkflowRunFailed() if event.tool_use_id is None:
                 # A run the user started: the agent learns what it produced (its steps stay in their threads).
                 self._user([TextPart(text=run_note(event))])
+            case AgentCellProposed():
+                self._proposals[event.number] = event
+            case UserCellProposalResolved():  # the user's answer: the next request learns what became of it
+                self._user([TextPart(text=resolution_note(event, self._proposals.get(event.number)))])
             case SystemMessage():
                 self._user([TextPart(text=f"[system] {block.text}") for block in event.content])
             case AgentThinking():

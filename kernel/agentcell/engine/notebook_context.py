@@ -40,7 +40,7 @@ def context_pieces(context: NotebookContext) -> list[ContextPiece]:
     if context.empty:
         return []
     pieces = [ContextPiece(None, [TextPart(text=CONTEXT_INTRO)])]
-    pieces += [ContextPiece(cell.cell_id, _cell_parts(cell)) for cell in context.cells]
+    pieces += [ContextPiece(cell.cell_id, _cell_parts(cell, show_id=context.editable)) for cell in context.cells]
     tail = _tail_text(context)
     pieces.append(ContextPiece(None, [TextPart(text=f"{tail}\n{MESSAGE_INTRO}" if tail else MESSAGE_INTRO)]))
     return pieces
@@ -58,9 +58,12 @@ def context_text(context: NotebookContext) -> str:
     return "\n\n".join(lines)
 
 
-def _cell_parts(cell: CodeCell) -> list[Part]:
+def _cell_parts(cell: CodeCell, *, show_id: bool = False) -> list[Part]:
     label = f"[{cell.execution_count}]" if cell.execution_count is not None else ""
-    sections = [f"[The user ran code cell {label}]" if label else "[The user ran a code cell]"]
+    heading = f"The user ran code cell {label}" if label else "The user ran a code cell"
+    if show_id and cell.cell_id is not None:  # what notebook_edit addresses it by
+        heading += f" (cell id: {cell.cell_id})"
+    sections = [f"[{heading}]"]
     sections.append(f"```python\n{cell.source}\n```")
     images: list[Part] = []
     for output in cell.outputs:

@@ -49,6 +49,7 @@ from ..records.workflow_events import UserStartWorkflowRun
 from ..store.base import Lease
 from ..tools.base import ToolResult
 from .advisor import advisor_tools
+from .cell_proposals import cell_tools
 from .context import TURN_SESSION
 from .deps import TurnDeps
 from .log import SessionLog
@@ -130,12 +131,13 @@ class TurnSupervisor:
     @staticmethod
     def engine_tools(log: SessionLog, deps: TurnDeps, threads: ThreadManager) -> list[SessionTool]:
         """The engine's own tools for the primary thread: spawning threads, the advisor, the skills, starting
-        workflow runs."""
+        workflow runs, proposing notebook cells."""
         return [
             *threads.tools(log.agent),
             *advisor_tools(log, deps, log.agent),
             *skill_tools(log, deps, log.agent),
             *workflow_tools(log, deps, log.agent),
+            *cell_tools(log, deps, log.agent),
         ]
 
     def offered_tool_names(self, deps: TurnDeps) -> list[str]:

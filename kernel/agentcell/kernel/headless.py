@@ -51,19 +51,26 @@ class CellIdNotebookClient(NotebookClient):
         kc.execute = self._execute_with_cell_id
         return kc
 
-    async def _identify(self, kc: Any) -> None:
-        section = self.nb.metadata.get("agentcell", {})
-        said = section.get("notebook_id") if isinstance(section, dict) else None
-        expression = f"__agentcell__.identify_notebook({json.dumps(said if isinstance(said, str) else None)})"
-        content = {"code": "", "silent": True, "store_history": False, "user_expressions": {"identity": expression}}
+    async def evaluate(self, kc: Any, expression: str) -> dict[str, Any] | None:
+        """The MIME bundle of a user expression the kernel evaluates silently (None when it failed)."""
+        content = {"code": "", "silent": True, "store_history": False, "user_expressions": {"value": expression}}
         request = kc.session.msg("execute_request", content)
         kc.shell_channel.send(request)
         while True:
             reply = await kc.get_shell_msg(timeout=self.startup_timeout)
             if reply["parent_header"].get("msg_id") == request["header"]["msg_id"]:
                 break
-        answer = reply["content"].get("user_expressions", {}).get("identity", {})
-        found = answer.get("data", {}).get("application/json") if answer.get("status") == "ok" else None
+        answer = reply["content"].get("user_expressions", {}).get("value", {})
+        data = answer.get("data", {}) if answer.get("status") == "ok" else None
+        return data if isinstance(data, dict) else None
+
+    async def _identify(self, kc: Any) -> None:
+        section = self.nb.metadata.get("agentcell", {})
+        said = section.get("notebook_id") if isinstance(section, dict) else None
+        shown = await self.evaluate(
+            kc, f"__agentcell__.identify_notebook({json.dumps(said if isinstance(said, str) else None)})"
+        )
+        found = (shown or {}).get("application/json")
         if not isinstance(found, dict):
             return  # a kernel that cannot say (not agentcell's): the cells run as they are
         if isinstance(notebook_id := found.get("notebook_id"), str) and notebook_id != said:

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from traitlets import Enum, Float, Int, TraitError, Unicode, default, observe, validate
+from traitlets import Bool, Enum, Float, Int, TraitError, Unicode, default, observe, validate
 from traitlets.config import Configurable
 
 from ..errors import PermissionChangeRefused, TurnError, TurnInterrupted, UserError
@@ -91,6 +91,12 @@ class AgentCell(Configurable):
     context_turn_chars = Int(60_000, help="Most characters of code cells one turn sends; cells from the middle "
                              "of a longer run are left out, with a note.").tag(config=True)  # fmt: skip
     context_images = Int(4, help="Most images of code cells one turn sends (the rest as their text).").tag(config=True)
+    propose_cells = Bool(
+        False,
+        help="Let the agent propose cells (new ones, edits, deletions) that you accept (`%accept N`, or the lab "
+        "extension's buttons) or reject (`%reject N`); never under read-only. Off by default: it adds a tool, "
+        "and so changes every request (and a recording's key).",
+    ).tag(config=True)
 
     host: NotebookAgent | None = None
 
@@ -342,9 +348,10 @@ class NotebookAgent:
 
         await run_outcome_cell(self, line, body)
 
-    async def ask(self, text: str | OutcomeSpec) -> None:
+    async def ask(self, text: str | OutcomeSpec, *, propose: bool = False) -> None:
         """Run one turn for a prose cell, streaming into the cell's output; a turn that ended in an error
-        fails the cell."""
+        fails the cell. ``propose``: the agent may propose cells in this turn whatever
+        ``AgentCell.propose_cells`` says (``%fix``)."""
         from ..events import ErrorStop
 
         tool_choice, self.next_tool_choice = self.next_tool_choice, ()
@@ -361,7 +368,8 @@ class NotebookAgent:
             if source is not None and isinstance(text, str):
                 # The embedded model's window is 4,096 tokens: a turn's cells get a quarter of it at most.
                 small = session.agent.model.id.startswith("local")
-                context = source.build(take=True, window_chars=LOCAL_WINDOW_CHARS if small else None)
+                editable = propose or self.config.propose_cells
+                context = source.build(take=True, window_chars=LOCAL_WINDOW_CHARS if small else None, editable=editable)
                 if context is not None and context.variables:
                     self._offer_inspect_tool()
             self.last = await session.ask(
@@ -371,6 +379,22 @@ class NotebookAgent:
         await self._rendered(turn)
         if self.last is not None and isinstance(self.last.stop_reason, ErrorStop):
             raise TurnError(self.last.stop_reason.message)
+
+    def answer_proposal(
+        self, number: int, outcome: str, *, cell_id: str | None = None, source: str | None = None,
+        run: bool = False, message: str = "",
+    ) -> str:  # fmt: skip
+        """A front end's answer to the agent's proposed cell ``number`` (``agentcell run --accept-cells``, the
+        lab extension): appended for the next request; what to tell the user."""
+        from .magics.proposals import answer_proposal
+
+        return answer_proposal(self, number, outcome, cell_id=cell_id, source=source, run=run, message=message)
+
+    def pending_proposals(self) -> list[int]:
+        """The numbers of the agent's proposed cells still waiting (a reopened notebook's cards cannot tell)."""
+        from .magics.proposals import session_cells
+
+        return [p.number for p in session_cells(self).pending()]
 
     def _offer_inspect_tool(self) -> None:
         """Once the notebook has named the user's variables to the model, it may look at one more closely

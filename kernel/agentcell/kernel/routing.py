@@ -6,6 +6,7 @@ transformers run, ``%magic`` lines are already rewritten into Python calls):
 - ``%%agent`` cells become an awaited turn, ``%%outcome`` cells an awaited outcome loop, and ``%%workflow``
   cells an awaited workflow run, in any IPython kernel where the extension is loaded;
 - a cell of only ``%compact [instructions]`` becomes an awaited compaction (a model request);
+- a cell of only ``%fix [words]`` becomes an awaited turn about the last failing cell;
 - ``%%python`` cells run their body as ordinary Python, through IPython;
 - other ``%%magic`` cells, and cells of only ``%``/``!`` lines, pass through unchanged;
 - a ``%name`` that is no magic fails at once, one line, with the nearest name ("did you mean %model?");
@@ -131,6 +132,10 @@ def make_router(
             line = first[len("%compact") :].strip()
             module = "agentcell.kernel.magics.compact"
             return [f"await __import__({module!r}, fromlist=['run_compact']).run_compact({HOST_NAME}, {line!r})\n"]
+        if first.split()[0] == "%fix" and not body.strip():  # a turn: awaited like one
+            line = first[len("%fix") :].strip()
+            module = "agentcell.kernel.magics.proposals"
+            return [f"await __import__({module!r}, fromlist=['run_fix']).run_fix({HOST_NAME}, {line!r})\n"]
         if first.startswith("%%") or not prose_is_agent:
             return lines
         split = first_index

@@ -57,15 +57,16 @@ class NotebookContextSource:
         mode = str(self.config.context)
         return next((m for m in CONTEXT_MODES if m == mode), "on")
 
-    def build(self, *, take: bool, window_chars: int | None = None) -> NotebookContext | None:
+    def build(self, *, take: bool, window_chars: int | None = None, editable: bool = False) -> NotebookContext | None:
         """The context the next turn sends (None: nothing to send); ``take`` hands the cells over to it;
-        ``window_chars`` as for :meth:`caps`."""
+        ``window_chars`` as for :meth:`caps`; ``editable``: the agent may propose cells (each cell's id is
+        shown to the model)."""
         from ..records.notebook_context import NotebookContext, Variable
 
         cells = self.recorder.take() if take else self.recorder.pending
         mode = self.mode
         if mode == "off":
-            return None
+            return NotebookContext(editable=True) if editable else None
         notes: list[str] = []
         if mode in ("on", "cells"):
             cells, notes = capped_cells(cells, self.caps(window_chars=window_chars))
@@ -77,4 +78,6 @@ class NotebookContextSource:
             named, left_out = summarize_namespace(self.shell.user_ns, self.shell.user_ns_hidden)
             variables = [Variable(name=name, type=kind, summary=summary) for name, kind, summary in named]
         # Empty rather than None: the turn carries the cells its cell's earlier run was sent (not stored).
-        return NotebookContext(cells=cells, variables=variables, variables_left_out=left_out, notes=notes)
+        return NotebookContext(
+            cells=cells, variables=variables, variables_left_out=left_out, notes=notes, editable=editable
+        )

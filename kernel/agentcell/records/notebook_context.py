@@ -7,9 +7,9 @@ replayed with it, and leaves the conversation's active path with it. The kernel 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from .content import ImageSource
 
@@ -60,11 +60,20 @@ class NotebookContext(_Model):
     """Variables beyond the summary's bound."""
     notes: list[str] = []
     """What the caps cut or left out, said to the model and to the user."""
+    editable: Annotated[bool, Field(exclude_if=lambda v: not v)] = False
+    """The notebook takes cells the agent proposes (``AgentCell.propose_cells``): the model is shown each
+    cell's id and offered the ``notebook_edit`` tool (left off the wire when False, so turns without it are
+    stored, and recorded, as before)."""
 
     @property
     def empty(self) -> bool:
         """Nothing to send; stored as no context at all (the notebook sends context, but had none new)."""
         return not self.cells and not self.variables and not self.notes
+
+    @property
+    def stored_empty(self) -> bool:
+        """Nothing to store: nothing to send, and no offer of proposed cells."""
+        return self.empty and not self.editable
 
     @property
     def images(self) -> int:

@@ -27,6 +27,7 @@ from .markdown import (  # the Markdown fallback's clipping and wording
     thread_state,
     verdict_line,
 )
+from .proposal_card import proposal_html
 from .workflow_rows import item_threads, row_cells, run_summary, totals_text
 
 if TYPE_CHECKING:
@@ -141,6 +142,8 @@ def _blocks_html(view: TurnFold) -> list[str]:
             out.append(f"<p><em>↪ {escape(view.notes[key])}</em></p>")
         elif kind == "compaction":
             out.append(compaction_html(view.compactions[key]))
+        elif kind == "proposal":
+            out.append(proposal_html(view.proposals[key]))
         elif kind == "thinking":
             thought = view.thinking.get(key)
             body = render_markdown(clip(thought)) if thought else "<p><em>thinking…</em></p>"

@@ -46,6 +46,7 @@ from ..events import (
     UserToolConfirmation,
     is_preview,
 )
+from ..records.cell_events import AgentCellProposed
 from ..records.notebook_context import NotebookContext
 from ..records.workflow_events import (
     WorkflowRunCompleted,
@@ -116,8 +117,10 @@ class TurnFold:
     prompt: str = ""
     blocks: list[tuple[str, str]] = field(default_factory=list)
     """In order: ("message", event id) / ("thinking", event id) / ("tool", tool_use_id) / ("note", event id) /
-    ("compaction", event id)."""
+    ("compaction", event id) / ("proposal", event id)."""
     compactions: dict[str, SessionContextCompacted] = field(default_factory=dict)
+    proposals: dict[str, AgentCellProposed] = field(default_factory=dict)
+    """Cells the agent proposed (``notebook_edit``), by event id: each a card with what to do with it."""
     texts: dict[str, str] = field(default_factory=dict)
     notes: dict[str, str] = field(default_factory=dict)
     """What happened around the agent's work: guidance steered in, guidance no request took."""
@@ -268,6 +271,9 @@ class TurnFold:
                     tool.skill = item
             case SessionContextCompacted():
                 self._compacted(item)
+            case AgentCellProposed():
+                self._open("proposal", item.id)
+                self.proposals[item.id] = item
             case _:
                 self._apply_outcome(item)
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from .._format import format_cache_saving, format_cost, format_usd
 from ..events import ImageBlock, TextBlock
 from .compaction_card import compaction_markdown, compaction_text
+from .proposal_card import proposal_markdown, proposal_text
 from .statuses import ORIGIN_WORDS, RUNNING
 from .workflow_rows import item_threads, row_cells, run_summary, totals_text
 
@@ -212,6 +213,8 @@ def _blocks_markdown(fold: TurnFold) -> list[str]:
             out.append(_quote(f"↪ _{escape_prose(fold.notes[key])}_"))
         elif kind == "compaction":
             out.append(compaction_markdown(fold.compactions[key]))
+        elif kind == "proposal":
+            out.append(proposal_markdown(fold.proposals[key]))
         else:
             out.append(_tool_markdown(fold.tools[key]))
             thread = fold.thread_of_tool.get(key)
@@ -310,6 +313,7 @@ def turn_text(fold: TurnFold) -> str:
     for tool in fold.tools.values():
         note = approval_note(tool)
         out.append(f"[{tool.name}: {tool.status}{f' · {note}' if note else ''}]")
+    out += [proposal_text(proposal) for proposal in fold.proposals.values()]
     out += [f"[outcome: {outcome.status}]" for outcome in fold.outcomes.values()]
     for run in fold.workflow_runs:
         summary = run_summary(fold, run)

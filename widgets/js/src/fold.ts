@@ -11,6 +11,7 @@ import {
   type Thread,
   type ThinkingBlock,
   type NotebookContextView,
+  type ProposalBlock,
   type ToolBlock,
   type TurnState,
   type UsageSums,
@@ -75,6 +76,13 @@ const HANDLERS: Record<string, Handler> = {
     if (!item.thread_id && typeof item.tokens_after === "number") state.windowTokens = item.tokens_after;
     if (!item.thread_id && typeof item.window === "number" && item.window > 1) state.contextWindow = item.window;
     note(state, item, compactionNote(item));
+  },
+  "agent.cell_proposed": (state, item) => {
+    open(state, item.thread_id ?? null, proposalBlock(item));
+  },
+  "user.cell_proposal_resolved": (state, item) => {
+    const block = state.blocks.get(str(item.proposal_id));
+    if (block?.kind === "proposal") block.resolution = str(item.outcome);
   },
   "user.interrupt": (state, item) => {
     // With a thread_id only that thread was stopped; its coordinator goes on.
@@ -355,6 +363,24 @@ function thread(state: TurnState, id: string): Thread {
     state.threads.set(id, found);
   }
   return found;
+}
+
+function proposalBlock(item: Item): ProposalBlock {
+  const action = item.action === "edit" || item.action === "delete" ? item.action : "insert";
+  return {
+    kind: "proposal",
+    id: str(item.id),
+    number: num(item.number),
+    action,
+    cellType: item.cell_type === "markdown" ? "markdown" : "code",
+    source: str(item.source),
+    cellId: typeof item.cell_id === "string" ? item.cell_id : null,
+    position: item.position === "before" ? "before" : "after",
+    oldSource: typeof item.old_source === "string" ? item.old_source : null,
+    turnCellId: typeof item.turn_cell_id === "string" ? item.turn_cell_id : null,
+    note: str(item.note),
+    resolution: null,
+  };
 }
 
 function note(state: TurnState, item: Item, text: string): void {

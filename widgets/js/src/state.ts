@@ -76,7 +76,24 @@ export interface NoteBlock {
   text: string;
 }
 
-export type Block = MessageBlock | ThinkingBlock | ToolBlock | ErrorBlock | NoteBlock;
+/** A cell the agent proposed (`agent.cell_proposed`), waiting for the user unless `resolution` says otherwise. */
+export interface ProposalBlock {
+  kind: "proposal";
+  id: string;
+  number: number;
+  action: "insert" | "edit" | "delete";
+  cellType: "code" | "markdown";
+  source: string;
+  cellId: string | null;
+  position: "after" | "before";
+  oldSource: string | null;
+  turnCellId: string | null;
+  note: string;
+  /** "accepted", "rejected" or "failed" once answered in this view's items; null while pending. */
+  resolution: string | null;
+}
+
+export type Block = MessageBlock | ThinkingBlock | ToolBlock | ErrorBlock | NoteBlock | ProposalBlock;
 
 export interface Iteration {
   n: number;

@@ -56,7 +56,12 @@ describe("event logs recorded from the engine", () => {
       log.turns.map((items, turn) => {
         const state = emptyState();
         for (const item of items) apply(state, item);
-        return [`${log.name} ${turn}`, contextLine(state.contextTurns, state.contextTokens), log.context_lines[turn]];
+        // The meter's line leaves out what the notebook sent (the turn view's "notebook:" line says it).
+        const python = log.context_lines[turn] ?? null;
+        const notebook = python && / · notebook: ([^·]+) ·/.exec(python);
+        const widget = contextLine(state.contextTurns, state.contextTokens);
+        const withNotebook = notebook && widget ? widget.replace(" · ", ` · notebook: ${state.notebook?.summary ?? "?"} · `) : widget;
+        return [`${log.name} ${turn}`, withNotebook, python];
       }),
     );
     expect(said.filter(([, widget, python]) => widget !== python)).toEqual([]);

@@ -42,9 +42,11 @@ describe("the saved turn renderer", () => {
         const root = document.createElement("div");
         renderTurn(root, { context: ctx, events });
         expect(root.textContent).toEqual(liveText([ctx, ...turn]));
-        // Nothing that would talk to a kernel: no Stop, no Allow/Deny, no steer box; only Copy.
+        // Nothing that would talk to a kernel: no Stop, no Allow/Deny, no steer box; only Copy and a proposed
+        // cell's answers, which ask the page (the extension applies them; a saved proposal stays answerable).
         const buttons = [...root.querySelectorAll("button")].map((b) => b.textContent);
-        expect(buttons.filter((label) => label !== "Copy")).toEqual([]);
+        const page = ["Copy", "Accept", "Accept & run", "Reject"];
+        expect(buttons.filter((label) => !page.includes(label ?? ""))).toEqual([]);
         expect(root.querySelector("textarea, input")).toBeNull();
       }
     });

@@ -10,6 +10,7 @@ prints one clear line (IPython's UsageError), never a traceback.
 - :mod:`.skills` — ``%skills``
 - :mod:`.outcome` — ``%%outcome`` (its body, for the cell router)
 - :mod:`.compact` — ``%compact``
+- :mod:`.proposals` — ``%accept``, ``%reject``, ``%proposals``, ``%fix``
 - :mod:`.steer` — ``%steer``
 - :mod:`.workflow` — ``%%workflow`` (its body, for the cell router) and ``%workflows``
 """
@@ -24,6 +25,7 @@ from .cells import CellMagics
 from .compact import CompactMagics
 from .context import ContextMagics
 from .outcome import OutcomeMagics
+from .proposals import ProposalMagics
 from .replay import ReplayMagics
 from .session import SessionMagics
 from .skills import SkillMagics
@@ -50,6 +52,7 @@ GROUPS: tuple[type[MagicGroup], ...] = (
     OutcomeMagics,
     SteerMagics,
     WorkflowMagics,
+    ProposalMagics,
 )
 
 _ORDER = (
@@ -75,6 +78,10 @@ _ORDER = (
     "workflow",
     "workflows",
     "steer",
+    "accept",
+    "reject",
+    "proposals",
+    "fix",
     "help",
 )
 """The order ``%help`` lists them in: configuration first, then cells, then what runs within a turn."""

@@ -1,11 +1,13 @@
 /** The JupyterLab / Notebook 7 plugins of agentcell (the MIME renderer is `mime.ts`, loaded separately). */
 
 import { approvalNoticePlugin } from "./approval_notice";
+import { fixErrorPlugin } from "./fix_error";
 import { insertCellPlugin } from "./insert_cell";
 import { liveViewsPlugin } from "./live_views";
 import { notebookIdPlugin } from "./notebook_id";
 import { placeholderPlugin } from "./placeholder";
+import { proposalsPlugin } from "./proposals";
 import { pythonCellsPlugin } from "./python_cells";
 import { staleTurnsPlugin } from "./stale";
 
-export default [approvalNoticePlugin, insertCellPlugin, liveViewsPlugin, notebookIdPlugin, placeholderPlugin, pythonCellsPlugin, staleTurnsPlugin];
+export default [approvalNoticePlugin, fixErrorPlugin, insertCellPlugin, liveViewsPlugin, notebookIdPlugin, placeholderPlugin, proposalsPlugin, pythonCellsPlugin, staleTurnsPlugin];

@@ -11,6 +11,7 @@ import { CostMeter, usageCost } from "./cost";
 import { formatCount, h, replaceChildren } from "./dom";
 import { Header } from "./header";
 import { MarkdownStream } from "./markdown_stream";
+import { ProposalCard } from "./proposal";
 import { type Send, ToolCard } from "./tool";
 import { WorkflowView } from "./workflow";
 
@@ -253,6 +254,10 @@ function makeView(block: Block, send: Send): BlockView {
       return { el: errorView(block), update: () => undefined };
     case "note":
       return { el: noteView(block), update: () => undefined };
+    case "proposal": {
+      const card = new ProposalCard(block);
+      return { el: card.el, update: (b) => b.kind === "proposal" && card.update(b) };
+    }
   }
 }
 
