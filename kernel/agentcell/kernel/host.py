@@ -234,7 +234,11 @@ class NotebookAgent:
         # `agentcell run` asks once; a notebook replayed from its recording starts its conversation afresh
         replay = self.engine.replay
         fresh = os.environ.pop("AGENTCELL_NEW_SESSION", "") == "1" or (replay is not None and replay.from_start)
-        return self.identity.resolve(self.engine, fresh=fresh) or self.new_session()
+        if (found := self.identity.resolve(self.engine, fresh=fresh)) is not None:
+            return found
+        session = self.new_session()
+        self.identity.restore(self.engine.store, session)  # the notebook shows turns the store lost
+        return session
 
     def new_session(self, *, agent_id: str | None = None) -> Session:
         """Start afresh (keeping the current agent unless told otherwise) and map the notebook to it."""

@@ -40,6 +40,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .notebook_turns import SavedTurn, rebuild, saved_turns
+
 if TYPE_CHECKING:
     from ..core import Engine
     from ..records.notebook import NotebookRecord
@@ -62,7 +64,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 METADATA_KEY = "agentcell"
-_TURN_MIMETYPE = "application/vnd.agentcell.turn+json"  # render.renderer's; not imported: it loads the fold
 
 
 def notebook_file(notebook_path: str) -> Path:
@@ -87,28 +88,31 @@ class SavedNotebook:
     """What agentcell reads of a saved notebook: its id, and the turns its outputs show."""
 
     notebook_id: str | None
-    turn_event_ids: frozenset[str] = field(default_factory=frozenset)
-    """The ids of the events of every turn the saved outputs show."""
-    sessions: frozenset[str] = field(default_factory=frozenset)
-    """The sessions those turns ran in."""
+    turns: tuple[SavedTurn, ...] = field(default=(), compare=False)
+    """The turns the saved outputs show, with their events (the conversation rebuilt from them, see
+    ``notebook_turns.py``)."""
+
+    @property
+    def turn_event_ids(self) -> frozenset[str]:
+        """The ids of the events of every turn the saved outputs show."""
+        return frozenset(event["id"] for turn in self.turns for event in turn.events)
+
+    @property
+    def sessions(self) -> frozenset[str]:
+        """The sessions those turns ran in."""
+        return frozenset(str(e["session_id"]) for turn in self.turns for e in turn.events if "session_id" in e)
+
+    def shown_of(self, session_id: str) -> frozenset[str]:
+        """The ids of the events of ``session_id`` the saved outputs show."""
+        return frozenset(e["id"] for turn in self.turns for e in turn.events if e.get("session_id") == session_id)
 
 
 def _saved(content: Any) -> SavedNotebook:
     metadata = content.get("metadata", {}) if isinstance(content, dict) else {}
     section = metadata.get(METADATA_KEY) if isinstance(metadata, dict) else None
     value = section.get("notebook_id") if isinstance(section, dict) else None
-    events: set[str] = set()
-    sessions: set[str] = set()
     cells = content.get("cells", []) if isinstance(content, dict) else []
-    for cell in cells if isinstance(cells, list) else []:
-        for output in cell.get("outputs", []) if isinstance(cell, dict) else []:
-            turn = output.get("data", {}).get(_TURN_MIMETYPE) if isinstance(output, dict) else None
-            for event in turn.get("events", []) if isinstance(turn, dict) else []:
-                if isinstance(event, dict) and isinstance(event.get("id"), str):
-                    events.add(event["id"])
-                    if isinstance(event.get("session_id"), str):
-                        sessions.add(event["session_id"])
-    return SavedNotebook(value if isinstance(value, str) and value else None, frozenset(events), frozenset(sessions))
+    return SavedNotebook(value if isinstance(value, str) and value else None, saved_turns(cells))
 
 
 _read: dict[Path, tuple[int, SavedNotebook | None]] = {}
@@ -150,6 +154,10 @@ class NotebookIdentityAnswer:
         return json.dumps(self._repr_json_())
 
 
+class _Ended:
+    """The notebook's session, which the user ended (``%session end``): a new one starts, empty."""
+
+
 @dataclass
 class _Found:
     """The index's word on the notebook: its id (a copy's own when it forked before) and its row."""
@@ -175,6 +183,9 @@ class NotebookIdentity:
         notebook without an id."""
         self.notices: list[str] = []
         """What the user should be told about the lookup (a copy forked, a session missing), until taken."""
+        self._disagreement: str | None = None
+        """Why the store's conversation is not the one the saved notebook shows, when the last lookup found
+        so: the new session is then rebuilt from the notebook (:meth:`restore`)."""
 
     @property
     def file(self) -> Path | None:
@@ -256,19 +267,18 @@ class NotebookIdentity:
         from ..store import notebooks as index
 
         store = engine.store
+        self._disagreement = None
         found = self._find(store)
         if found.notebook_id is None:
             self.notebook_id = None
-            return None if fresh else self._by_path(engine)
+            return None if fresh else self._checked(engine, self._by_path(engine))
         self.notebook_id = found.notebook_id
         record = found.record
         if record is None:
-            return None
+            return None if fresh else self._checked(engine, None)
         if store.get_session(record.session_id) is None:
-            self.notices.append(
-                f"This notebook's session {record.session_id} is not in the store ({store.location}): a new "
-                "session starts, and the model sees only what the turns from now on say."
-            )
+            if not fresh:
+                self._checked(engine, None, f"This notebook's session {record.session_id} is not in the store")
             return None
         if found.copy_of is not None:
             return self._fork(engine, found.notebook_id, record, found.copy_of, fresh=fresh)
@@ -278,7 +288,38 @@ class NotebookIdentity:
         if record.path != here or record.user != notebook_user():
             index.put_notebook(store, found.notebook_id, index.record(record.session_id, here, notebook_user()))
         session = engine.sessions.get(record.session_id)
-        return session if session.status != "terminated" else None
+        return self._checked(engine, session) if session.status != "terminated" else None
+
+    def _checked(self, engine: Engine, session: Session | _Ended | None, missing: str | None = None) -> Session | None:
+        """``session`` (the notebook's, None when a new one must start) unless the saved notebook shows
+        turns the store does not have in it: then None, and the new session is rebuilt (:meth:`restore`)."""
+        if isinstance(session, _Ended):
+            return None  # the user ended the conversation the notebook shows: a new one starts empty
+        saved = read_saved(self.file) if self.file is not None else None
+        if saved is None or not saved.turns:
+            return session
+        where = engine.store.location
+        if session is None:
+            self._disagreement = f"{missing or 'The store has no conversation of this notebook'} ({where})"
+            return None
+        stored = {row.id for row in engine.store.event_rows(session.id)}
+        if saved.shown_of(session.id) <= stored:
+            return session
+        self._disagreement = f"The store ({where}) lacks turns of session {session.id} that this notebook shows"
+        return None
+
+    def restore(self, store: Store, session: Session) -> None:
+        """Rebuild ``session`` (new, its log empty) from the turns the saved notebook shows, when the last
+        lookup found the store disagrees with them; the user is told."""
+        reason, self._disagreement = self._disagreement, None
+        saved = read_saved(self.file) if reason is not None and self.file is not None else None
+        if reason is None or saved is None:
+            return
+        turns = rebuild(store, session.id, saved.turns)
+        self.notices.append(
+            f"{reason}: the notebook is the truth, so its {turns} turn{'s' if turns != 1 else ''} are rebuilt from "
+            f"what it shows into a new session {session.id}, and the model sees the conversation the notebook shows."
+        )
 
     def remember(self, store: Store, session: Session) -> None:
         """Map the notebook to ``session`` (a new one, or one resumed on purpose)."""
@@ -309,7 +350,7 @@ class NotebookIdentity:
 
     # ------------------------------------------------------------------------------------------ parts
 
-    def _by_path(self, engine: Engine) -> Session | None:
+    def _by_path(self, engine: Engine) -> Session | _Ended | None:
         """A notebook without an id: the session last mapped to its path, if the saved file shows that
         session's turns, or none yet (or there is no file: a console, a kernel started by a script)."""
         if not self.notebook_path:
@@ -326,7 +367,7 @@ class NotebookIdentity:
         if record.principal.name not in (None, notebook_user()):
             return None
         session = engine.sessions.get(session_id)
-        return session if session.status != "terminated" else None
+        return session if session.status != "terminated" else _Ended()
 
     def _may_be_its_notebook(self, engine: Engine, session_id: str, saved: SavedNotebook) -> bool:
         """Whether the saved file is the session's notebook: it shows the session's turns, or none yet (of
