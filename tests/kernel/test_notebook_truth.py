@@ -48,10 +48,12 @@ def test_a_deleted_store_is_rebuilt_from_the_notebook_once(
         assert len(answer["notices"]) == 1
         assert "has no conversation of this notebook" in answer["notices"][0]
         assert "its 2 turns are rebuilt" in answer["notices"][0]
-        execute(kc, "daily three", cell_id="cell-2")
+        first = execute(kc, "daily three", cell_id="cell-2")
+        # The front end was told (a notification); the first turn's output says it too, and stays saved.
+        assert first.stdout.count("agentcell: The store has no conversation of this notebook") == 1
         assert users_of(server) == ["daily one", "daily two", "daily three"]
         rerun = execute(kc, "daily two, again", cell_id="cell-1")  # the rebuilt turns keep their cells
-        assert rerun.status == "ok"
+        assert rerun.status == "ok" and "agentcell:" not in rerun.stdout  # told once
         assert users_of(server) == ["daily one", "daily two, again"]
     with running_kernel(env, cwd=tmp_path) as (_, kc):  # told once: the rebuilt session is the notebook's now
         assert identify(kc, DAILY_ID) == {"notebook_id": DAILY_ID, "notices": []}

@@ -224,6 +224,7 @@ class NotebookAgent:
         """The notebook's session: its own (its fork, for a copy), or a new one."""
         if self._session is None:
             self._session = self._notebook_session()
+            self.identity.take_note()  # said with the notices, in the cell that looked the session up
             for notice in self.identity.take_notices():
                 print(f"agentcell: {notice}")
         else:
@@ -401,6 +402,8 @@ class NotebookAgent:
         _wake_loop_on_signals(asyncio.get_running_loop())
         try:
             session = self.session
+            if (note := self.identity.take_note()) is not None:  # the front end was told before the first cell
+                print(f"agentcell: {note}")
             renderer = self.renderer_factory(session)
         except UserError as exc:
             raise UsageError(str(exc)) from None

@@ -17,10 +17,13 @@ path it was last seen at, and whose notebook it is. So:
 - another user's notebook on a shared store forks the same way: a kernel never continues a session of
   someone else's notebook unless asked (``%session resume ID``).
 
-When the notebook and the store disagree (its session is not in this store), the notebook is the truth: a
-new session starts, and the user is told (``NotebookIdentity.notices``). A notebook without an id (a front
-end without the extension, a console) falls back on its path, and only to a session whose turns the saved
-file shows (or when there is no file): a new notebook at a reused path never joins the old one's session.
+When the notebook and the store disagree (the store has no session of it, or lacks turns the saved notebook
+shows of it: a database deleted, moved, or restored from an older copy), the notebook is the truth: a new
+session is rebuilt from the turns the notebook shows (``notebook_turns.py``), so the model sees what the
+reader sees, and the user is told once (``NotebookIdentity.notices`` for the front end, the first turn's
+output). A session the user ended is not brought back. A notebook without an id (a front end without the
+extension, a console) falls back on its path, and only to a session whose turns the saved file shows (or
+when there is no file): a new notebook at a reused path never joins the old one's session.
 
 The kernel reads the saved file too (``JPY_SESSION_NAME`` is the notebook's path, not its contents), for
 front ends without the extension. The recording follows the notebook the same way: the store remembers
@@ -183,6 +186,9 @@ class NotebookIdentity:
         notebook without an id."""
         self.notices: list[str] = []
         """What the user should be told about the lookup (a copy forked, a session missing), until taken."""
+        self.note: str | None = None
+        """What the first turn's output says (a rebuilt conversation), until taken: the front end's notices
+        go away, the cell's output stays in the notebook."""
         self._disagreement: str | None = None
         """Why the store's conversation is not the one the saved notebook shows, when the last lookup found
         so: the new session is then rebuilt from the notebook (:meth:`restore`)."""
@@ -226,6 +232,10 @@ class NotebookIdentity:
     def take_notices(self) -> list[str]:
         notices, self.notices = self.notices, []
         return notices
+
+    def take_note(self) -> str | None:
+        note, self.note = self.note, None
+        return note
 
     # ------------------------------------------------------------------------------------------ lookup
 
@@ -316,10 +326,11 @@ class NotebookIdentity:
         if reason is None or saved is None:
             return
         turns = rebuild(store, session.id, saved.turns)
-        self.notices.append(
+        self.note = (
             f"{reason}: the notebook is the truth, so its {turns} turn{'s' if turns != 1 else ''} are rebuilt from "
             f"what it shows into a new session {session.id}, and the model sees the conversation the notebook shows."
         )
+        self.notices.append(self.note)
 
     def remember(self, store: Store, session: Session) -> None:
         """Map the notebook to ``session`` (a new one, or one resumed on purpose)."""
