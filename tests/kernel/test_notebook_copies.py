@@ -7,24 +7,16 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from .conftest import execute, running_kernel
-from .echo_server import EchoServer, echo_server
+from .echo_server import EchoServer
 from .notebook_files import DAILY_ID, daily_notebook, saved_id, users_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]  # several kernels one after another
-
-
-@pytest.fixture
-def server(kernel_env: dict[str, str]) -> Iterator[EchoServer]:
-    with echo_server() as instance:
-        kernel_env.update(AGENTCELL_MODEL="claude-sonnet-4-5", ANTHROPIC_BASE_URL=instance.root, ANTHROPIC_API_KEY="x")
-        yield instance
 
 
 def _agent(kernel_env: dict[str, str], notebook: Path, *cells: str) -> list[str]:
@@ -36,22 +28,22 @@ def _agent(kernel_env: dict[str, str], notebook: Path, *cells: str) -> list[str]
 
 
 def test_the_agent_extension_keeps_a_renamed_notebook_s_session_and_forks_a_copy(
-    kernel_env: dict[str, str], tmp_path: Path, server: EchoServer
+    kernel_env: dict[str, str], tmp_path: Path, claude_echo: EchoServer
 ) -> None:
     daily = daily_notebook(kernel_env, tmp_path)  # made in Lab as Untitled.ipynb, renamed to daily.ipynb
     assert _agent(kernel_env, daily, "daily three") == [""]
-    assert users_of(server) == ["daily one", "daily two", "daily three"]  # the rename kept the session
+    assert users_of(claude_echo) == ["daily one", "daily two", "daily three"]  # the rename kept the session
     copy = tmp_path / "daily-Copy1.ipynb"
     shutil.copy(daily, copy)  # both carry daily's id; the copy shows daily one and two
     [said] = _agent(kernel_env, copy, "the copy's question")
     assert said.count("agentcell: This notebook is a copy of daily.ipynb") == 1
-    assert users_of(server) == ["daily one", "daily two", "the copy's question"]
+    assert users_of(claude_echo) == ["daily one", "daily two", "the copy's question"]
     assert _agent(kernel_env, daily, "daily four") == [""]
-    assert users_of(server) == ["daily one", "daily two", "daily three", "daily four"]
+    assert users_of(claude_echo) == ["daily one", "daily two", "daily three", "daily four"]
     # The copy's file still carries daily's id (the extension never rewrites it): it finds its own fork again.
     assert saved_id(copy) == DAILY_ID
     assert _agent(kernel_env, copy, "the copy again") == [""]
-    assert users_of(server) == ["daily one", "daily two", "the copy's question", "the copy again"]
+    assert users_of(claude_echo) == ["daily one", "daily two", "the copy's question", "the copy again"]
 
 
 def _run(notebook: Path, out: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -67,7 +59,7 @@ def _sessions(path: Path) -> set[str]:
 
 
 def test_agentcell_run_keeps_a_moved_notebook_s_session_and_forks_its_copy(
-    kernel_env: dict[str, str], tmp_path: Path, server: EchoServer
+    kernel_env: dict[str, str], tmp_path: Path, claude_echo: EchoServer
 ) -> None:
     daily = daily_notebook(kernel_env, tmp_path)
     [session] = _sessions(daily)
@@ -91,7 +83,7 @@ def test_agentcell_run_keeps_a_moved_notebook_s_session_and_forks_its_copy(
     [forked] = _sessions(tmp_path / "copy-run.ipynb")
     assert forked != session
     assert saved_id(tmp_path / "copy-run.ipynb") not in (None, DAILY_ID)
-    assert users_of(server) == ["daily one", "daily two", "the copy's question"]
+    assert users_of(claude_echo) == ["daily one", "daily two", "the copy's question"]
     # The original goes on in its own session: none of the copy's turns reach its model.
     nb = nbformat.read(moved, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell("daily three", id="cell-2"))
@@ -100,4 +92,4 @@ def test_agentcell_run_keeps_a_moved_notebook_s_session_and_forks_its_copy(
     assert done.returncode == 0, done.stderr
     assert "agentcell run:" not in done.stderr
     assert _sessions(tmp_path / "moved-again.ipynb") == {session}
-    assert users_of(server) == ["daily one", "daily two", "daily three"]
+    assert users_of(claude_echo) == ["daily one", "daily two", "daily three"]

@@ -9,14 +9,13 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from .conftest import execute, running_kernel
-from .echo_server import EchoServer, echo_server
+from .echo_server import EchoServer
 from .notebook_files import DAILY_ID, add_turn, daily_notebook, identify, users_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]  # several kernels one after another
@@ -24,19 +23,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]  # several kernels one
 LONG = "daily three, at length:" + " word" * 600  # longer than a saved turn's preview of its prompt
 
 
-@pytest.fixture
-def server(kernel_env: dict[str, str]) -> Iterator[EchoServer]:
-    with echo_server() as instance:
-        kernel_env.update(AGENTCELL_MODEL="claude-sonnet-4-5", ANTHROPIC_BASE_URL=instance.root, ANTHROPIC_API_KEY="x")
-        yield instance
-
-
 def _database_files(db: Path) -> list[Path]:
     return [p for p in (db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")) if p.exists()]
 
 
 def test_a_deleted_store_is_rebuilt_from_the_notebook_once(
-    kernel_env: dict[str, str], tmp_path: Path, server: EchoServer
+    kernel_env: dict[str, str], tmp_path: Path, claude_echo: EchoServer
 ) -> None:
     daily = daily_notebook(kernel_env, tmp_path)
     for path in _database_files(Path(kernel_env["AGENTCELL_DB"])):
@@ -51,18 +43,18 @@ def test_a_deleted_store_is_rebuilt_from_the_notebook_once(
         first = execute(kc, "daily three", cell_id="cell-2")
         # The front end was told (a notification); the first turn's output says it too, and stays saved.
         assert first.stdout.count("agentcell: The store has no conversation of this notebook") == 1
-        assert users_of(server) == ["daily one", "daily two", "daily three"]
+        assert users_of(claude_echo) == ["daily one", "daily two", "daily three"]
         rerun = execute(kc, "daily two, again", cell_id="cell-1")  # the rebuilt turns keep their cells
         assert rerun.status == "ok" and "agentcell:" not in rerun.stdout  # told once
-        assert users_of(server) == ["daily one", "daily two, again"]
+        assert users_of(claude_echo) == ["daily one", "daily two, again"]
     with running_kernel(env, cwd=tmp_path) as (_, kc):  # told once: the rebuilt session is the notebook's now
         assert identify(kc, DAILY_ID) == {"notebook_id": DAILY_ID, "notices": []}
         execute(kc, "daily four", cell_id="cell-3")
-    assert users_of(server) == ["daily one", "daily two, again", "daily four"]
+    assert users_of(claude_echo) == ["daily one", "daily two, again", "daily four"]
 
 
 def test_a_moved_store_without_the_notebook_s_session_is_rebuilt_from_the_notebook(
-    kernel_env: dict[str, str], tmp_path: Path, server: EchoServer
+    kernel_env: dict[str, str], tmp_path: Path, claude_echo: EchoServer
 ) -> None:
     daily = daily_notebook(kernel_env, tmp_path)
     conn = sqlite3.connect(tmp_path / "kernel.db")
@@ -80,11 +72,11 @@ def test_a_moved_store_without_the_notebook_s_session_is_rebuilt_from_the_notebo
         assert "session" in answer["notices"][0] and "is not in the store" in answer["notices"][0]
         assert "moved.db" in answer["notices"][0] and "its 2 turns are rebuilt" in answer["notices"][0]
         execute(kc, "after the move")
-    assert users_of(server) == ["daily one", "daily two", "after the move"]
+    assert users_of(claude_echo) == ["daily one", "daily two", "after the move"]
 
 
 def test_a_store_that_lags_behind_the_notebook_is_caught_up_from_it(
-    kernel_env: dict[str, str], tmp_path: Path, server: EchoServer
+    kernel_env: dict[str, str], tmp_path: Path, claude_echo: EchoServer
 ) -> None:
     daily = daily_notebook(kernel_env, tmp_path)
     db = Path(kernel_env["AGENTCELL_DB"])
@@ -106,11 +98,11 @@ def test_a_store_that_lags_behind_the_notebook_is_caught_up_from_it(
         assert "lacks turns of session" in answer["notices"][0] and "its 3 turns are rebuilt" in answer["notices"][0]
         execute(kc, "daily four", cell_id="cell-3")
     # The long prompt comes back whole from its cell (the saved turn shows a preview of it).
-    assert users_of(server) == ["daily one", "daily two", LONG, "daily four"]
+    assert users_of(claude_echo) == ["daily one", "daily two", LONG, "daily four"]
 
 
 def test_the_agent_extension_says_so_in_the_first_turn_s_output(
-    kernel_env: dict[str, str], tmp_path: Path, server: EchoServer
+    kernel_env: dict[str, str], tmp_path: Path, claude_echo: EchoServer
 ) -> None:
     daily = daily_notebook(kernel_env, tmp_path)
     kernel_env["AGENTCELL_DB"] = str(tmp_path / "elsewhere.db")
@@ -121,13 +113,13 @@ def test_the_agent_extension_says_so_in_the_first_turn_s_output(
         assert execute(kc, "%load_ext agentcell").status == "ok"
         first = execute(kc, "%%agent\ndaily three")
         assert first.stdout.count("agentcell: The store has no conversation of this notebook") == 1
-        assert users_of(server) == ["daily one", "daily two", "daily three"]
+        assert users_of(claude_echo) == ["daily one", "daily two", "daily three"]
         assert "agentcell:" not in execute(kc, "%%agent\ndaily four").stdout  # told once
-    assert users_of(server) == ["daily one", "daily two", "daily three", "daily four"]
+    assert users_of(claude_echo) == ["daily one", "daily two", "daily three", "daily four"]
 
 
 def test_agentcell_run_continue_rebuilds_and_says_so_on_stderr(
-    kernel_env: dict[str, str], tmp_path: Path, server: EchoServer
+    kernel_env: dict[str, str], tmp_path: Path, claude_echo: EchoServer
 ) -> None:
     daily = daily_notebook(kernel_env, tmp_path)
     kernel_env["AGENTCELL_DB"] = str(tmp_path / "elsewhere.db")
@@ -135,7 +127,7 @@ def test_agentcell_run_continue_rebuilds_and_says_so_on_stderr(
     nb.cells.append(nbformat.v4.new_code_cell("daily three", id="cell-2"))
     nbformat.write(nb, daily)
     env = {k: v for k, v in kernel_env.items() if k != "JPY_SESSION_NAME"}
-    before = len(server.requests)
+    before = len(claude_echo.requests)
     done = subprocess.run(
         [sys.executable, "-m", "agentcell.cli", "run", str(daily), "--continue", "-o", str(tmp_path / "out.ipynb")],
         check=False,
@@ -147,7 +139,7 @@ def test_agentcell_run_continue_rebuilds_and_says_so_on_stderr(
     assert done.stderr.count("agentcell run: The store has no conversation of this notebook") == 1
     # --continue redoes each cell on the rebuilt conversation: each cell's run replaces its rebuilt turn (the
     # turns keep their cells), so nothing is sent twice.
-    assert [users_of(server, i) for i in range(before, len(server.requests))] == [
+    assert [users_of(claude_echo, i) for i in range(before, len(claude_echo.requests))] == [
         ["daily one"],
         ["daily one", "daily two"],
         ["daily one", "daily two", "daily three"],
