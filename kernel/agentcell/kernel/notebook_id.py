@@ -39,11 +39,12 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .notebook_turns import SavedTurn, rebuild, saved_turns
+from .notebook_turns import read_turns, rebuild, saved_turns
 
 if TYPE_CHECKING:
     from ..core import Engine
@@ -91,31 +92,35 @@ class SavedNotebook:
     """What agentcell reads of a saved notebook: its id, and the turns its outputs show."""
 
     notebook_id: str | None
-    turns: tuple[SavedTurn, ...] = field(default=(), compare=False)
-    """The turns the saved outputs show, with their events (the conversation rebuilt from them, see
-    ``notebook_turns.py``)."""
+    shown: Mapping[str, frozenset[str]] = field(default_factory=dict, compare=False)
+    """Per session, the ids of its events the saved outputs show (only the ids are kept: the turns
+    themselves are read again when a conversation is rebuilt from them, ``notebook_turns.read_turns``)."""
 
     @property
     def turn_event_ids(self) -> frozenset[str]:
         """The ids of the events of every turn the saved outputs show."""
-        return frozenset(event["id"] for turn in self.turns for event in turn.events)
+        return frozenset().union(*self.shown.values())
 
     @property
     def sessions(self) -> frozenset[str]:
         """The sessions those turns ran in."""
-        return frozenset(str(e["session_id"]) for turn in self.turns for e in turn.events if "session_id" in e)
+        return frozenset(self.shown)
 
     def shown_of(self, session_id: str) -> frozenset[str]:
         """The ids of the events of ``session_id`` the saved outputs show."""
-        return frozenset(e["id"] for turn in self.turns for e in turn.events if e.get("session_id") == session_id)
+        return self.shown.get(session_id, frozenset())
 
 
 def _saved(content: Any) -> SavedNotebook:
     metadata = content.get("metadata", {}) if isinstance(content, dict) else {}
     section = metadata.get(METADATA_KEY) if isinstance(metadata, dict) else None
     value = section.get("notebook_id") if isinstance(section, dict) else None
-    cells = content.get("cells", []) if isinstance(content, dict) else []
-    return SavedNotebook(value if isinstance(value, str) and value else None, saved_turns(cells))
+    shown: dict[str, set[str]] = {}
+    for turn in saved_turns(content.get("cells", []) if isinstance(content, dict) else []):
+        for event in turn.events:
+            shown.setdefault(str(event.get("session_id")), set()).add(event["id"])
+    frozen = {session: frozenset(ids) for session, ids in shown.items()}
+    return SavedNotebook(value if isinstance(value, str) and value else None, frozen)
 
 
 _read: dict[Path, tuple[int, SavedNotebook | None]] = {}
@@ -306,7 +311,7 @@ class NotebookIdentity:
         if isinstance(session, _Ended):
             return None  # the user ended the conversation the notebook shows: a new one starts empty
         saved = read_saved(self.file) if self.file is not None else None
-        if saved is None or not saved.turns:
+        if saved is None or not saved.shown:
             return session
         where = engine.store.location
         if session is None:
@@ -325,10 +330,9 @@ class NotebookIdentity:
         """Rebuild ``session`` (new, its log empty) from the turns the saved notebook shows, when the last
         lookup found the store disagrees with them; the user is told."""
         reason, self._disagreement = self._disagreement, None
-        saved = read_saved(self.file) if reason is not None and self.file is not None else None
-        if reason is None or saved is None:
+        if reason is None or self.file is None:
             return
-        turns = rebuild(store, session.id, saved.turns)
+        turns = rebuild(store, session.id, read_turns(self.file))
         self.note = (
             f"{reason}: the notebook is the truth, so its {turns} turn{'s' if turns != 1 else ''} are rebuilt from "
             f"what it shows into a new session {session.id}, and the model sees the conversation the notebook shows."

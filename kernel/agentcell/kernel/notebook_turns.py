@@ -14,8 +14,10 @@ them, and a new session's budget starts from nothing spent.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -23,7 +25,7 @@ from pydantic import ValidationError
 if TYPE_CHECKING:
     from ..store.base import Store
 
-__all__ = ["SavedTurn", "rebuild", "saved_turns"]
+__all__ = ["SavedTurn", "read_turns", "rebuild", "saved_turns"]
 
 _TURN_MIMETYPE = "application/vnd.agentcell.turn+json"  # render.renderer's; not imported: it loads the fold
 _CUT = re.compile(r"\n\n\[… ([0-9,]+) more characters not shown here: the cell holds the whole prompt\]$")
@@ -60,6 +62,16 @@ def saved_turns(cells: Any) -> tuple[SavedTurn, ...]:
                 kept = tuple(e for e in events if isinstance(e, dict) and isinstance(e.get("id"), str))
                 found.append(SavedTurn(source if isinstance(source, str) else "", kept))
     return tuple(found)
+
+
+def read_turns(path: Path) -> tuple[SavedTurn, ...]:
+    """The turns the saved notebook at ``path`` shows; none when it cannot be read."""
+    try:
+        with path.open(encoding="utf-8") as file:
+            content = json.load(file)
+    except (OSError, ValueError):
+        return ()
+    return saved_turns(content.get("cells") if isinstance(content, dict) else None)
 
 
 def _left_out(event_type: str) -> bool:
