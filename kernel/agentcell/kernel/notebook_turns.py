@@ -111,9 +111,7 @@ def rebuild(store: Store, session_id: str, turns: tuple[SavedTurn, ...]) -> int:
     sessions: set[str] = set()
     count = 0
     for turn in sorted(turns, key=lambda t: t.started):
-        if not turn.events or turn.events[0]["id"] in seen:
-            continue
-        count += 1
+        kept = 0
         for raw in turn.events:
             if raw["id"] in seen or _left_out(str(raw.get("type"))):
                 continue
@@ -124,6 +122,9 @@ def rebuild(store: Store, session_id: str, turns: tuple[SavedTurn, ...]) -> int:
             seen.add(event.id)
             sessions.add(event.session_id)
             rows.append(EventRow(event.id, event.type, event.model_dump_json()))
+            kept += 1
+        if kept:
+            count += 1
     if rows:
         store.put_event_rows(session_id, rewritten(rows, sessions, session_id))
     return count
