@@ -333,10 +333,14 @@ class NotebookIdentity:
         if reason is None or self.file is None:
             return
         turns = rebuild(store, session.id, read_turns(self.file))
-        self.note = (
-            f"{reason}: the notebook is the truth, so its {turns} turn{'s' if turns != 1 else ''} are rebuilt from "
-            f"what it shows into a new session {session.id}, and the model sees the conversation the notebook shows."
-        )
+        if turns == 0:  # outputs no agentcell wrote
+            self.note = f"{reason}: a new session {session.id} starts (the notebook shows no turn it can rebuild)."
+        else:
+            counted = "its turn is" if turns == 1 else f"its {turns} turns are"
+            self.note = (
+                f"{reason}: the notebook is the truth, so {counted} rebuilt from what it shows into a new session "
+                f"{session.id}, and the model sees the conversation the notebook shows."
+            )
         self.notices.append(self.note)
 
     def remember(self, store: Store, session: Session) -> None:
