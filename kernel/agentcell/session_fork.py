@@ -3,14 +3,15 @@
 The copy is a session of its own in every respect the engine knows (its budget's spend, its "always" rules,
 its threads and turns are folded from the copied events, as a reopened session's are), so the two diverge
 from the fork on. Every event gets a new id (ids are unique in a store) and each reference to a copied
-event inside a body follows it; the ids of threads, workflow runs and cells stay, since they are the
-session's own names, not the store's. Used by a notebook that was copied (``kernel/notebook_id.py``); an
-ACP ``session/fork`` would fork the same way.
+event inside a body follows it (``rewritten``, which a notebook rebuilt from its saved turns uses too); the
+ids of threads, workflow runs and cells stay, since they are the session's own names, not the store's. Used
+by a notebook that was copied (``kernel/notebook_id.py``) and by ACP's ``session/fork``.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from .errors import InvalidInputError, SessionNotFoundError
@@ -22,20 +23,23 @@ if TYPE_CHECKING:
     from .records.session import Principal, SessionRecord
     from .store.base import Store
 
-__all__ = ["fork_record"]
+__all__ = ["fork_record", "rewritten"]
 
 _EVENT_ID = re.compile(r"\bsevt_[0-9A-Z]{26}\b")
 _ENDS = ("session.status_terminated",)
 """Events a fork does not inherit: the copy is alive whatever became of the original."""
 
 
-def _rewritten(rows: list[EventRow], old_session: str, new_session: str) -> list[EventRow]:
+def rewritten(rows: list[EventRow], old_sessions: Collection[str], new_session: str) -> list[EventRow]:
+    """``rows`` (events of ``old_sessions``) as events of ``new_session``: new ids, and every reference to one
+    of the rows, or to one of the old sessions, inside a body follows it."""
     renamed = {row.id: new_id("sevt") for row in rows}
-    quoted = f'"{old_session}"'
 
     def body(text: str) -> str:
         text = _EVENT_ID.sub(lambda m: renamed.get(m.group(0), m.group(0)), text)
-        return text.replace(quoted, f'"{new_session}"')
+        for old in old_sessions:
+            text = text.replace(f'"{old}"', f'"{new_session}"')
+        return text
 
     return [EventRow(renamed[row.id], row.type, body(row.body)) for row in rows]
 
@@ -67,5 +71,5 @@ def fork_record(
         changes["principal"] = principal
     record = source.model_copy(update=changes)
     store.put_session(record)
-    store.put_event_rows(record.id, _rewritten(rows, session_id, record.id))
+    store.put_event_rows(record.id, rewritten(rows, (session_id,), record.id))
     return record

@@ -1,7 +1,8 @@
 """A notebook's conversation is its own, in JupyterLab and Notebook 7 with default settings: a new notebook at
 a reused name (``Untitled.ipynb``) starts afresh, also after a kernel restart and with every kernel shut
 down; Duplicate and a file-system copy fork; a rename keeps the session; opening an untouched notebook does
-not mark it modified. The loopback Anthropic server's request log says what history the model got."""
+not mark it modified; a notebook opened on a store that never saw its conversation goes on from what it shows.
+The loopback Anthropic server's request log says what history the model got."""
 
 from __future__ import annotations
 
@@ -200,4 +201,30 @@ def test_untitled_reuse_after_a_server_restart(
         page.keyboard.press("Control+s")
         _wait_saved_with_id(daily)
         assert _notebook_id(daily) == daily_id
+        _shut_down_kernels(page, lab)
+
+
+def test_a_notebook_on_another_store_goes_on_from_what_it_shows(
+    page: Page, tmp_path_factory: pytest.TempPathFactory, server: EchoServer
+) -> None:
+    """The notebook is the truth: opened where the store never saw its conversation (another machine, a
+    deleted database), its next turn's model gets the turns it shows, and the user is told once."""
+    first = tmp_path_factory.mktemp("first-store-lab")
+    with run_lab(first, env=_claude_env(first, server), defaults=True) as lab:
+        daily, _ = _daily(page, lab, server, "lab")
+        page.goto("about:blank")
+    nb = nbformat.read(daily, as_version=4)
+    nb.cells = [cell for cell in nb.cells if cell.source]  # the empty one Shift+Enter left below the last
+    nb.cells.append(nbformat.v4.new_code_cell("lab daily three"))
+    second = tmp_path_factory.mktemp("second-store-lab")
+    with run_lab(second, env=_claude_env(second, server), defaults=True) as lab:  # its own store
+        (lab.root / "lab").mkdir()
+        nbformat.write(nb, lab.root / "lab" / "daily.ipynb")
+        open_notebook(page, lab, "lab/daily.ipynb")
+        _run(page, 2)
+        assert _users(server) == ["lab daily one", "lab daily two", "lab daily three"]
+        said = "The store has no conversation of this notebook"
+        expect(page.locator(".jp-Notification-Toast-info", has_text=said)).to_be_visible(timeout=20_000)
+        cells = page.locator(".jp-Notebook .jp-Cell")
+        expect(cells.nth(2).locator(".jp-OutputArea-output", has_text=said)).to_have_count(1)
         _shut_down_kernels(page, lab)

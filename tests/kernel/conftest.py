@@ -21,6 +21,7 @@ from agentcell import StreamItem, TurnResult
 from agentcell.kernel.host import AgentCell, NotebookAgent
 
 from ..providers.conftest import server  # noqa: F401 - the loopback Anthropic server, for cells on Claude
+from .echo_server import EchoServer, echo_server
 
 
 @dataclass
@@ -127,3 +128,12 @@ def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[NotebookAg
     finally:
         host.close()
         InteractiveShell.clear_instance()
+
+
+@pytest.fixture
+def claude_echo(kernel_env: dict[str, str]) -> Iterator[EchoServer]:
+    """The loopback Anthropic server, the kernel's model on it: its request log says what history the model
+    got (``EchoServer.conversations``)."""
+    with echo_server() as instance:
+        kernel_env.update(AGENTCELL_MODEL="claude-sonnet-4-5", ANTHROPIC_BASE_URL=instance.root, ANTHROPIC_API_KEY="x")
+        yield instance

@@ -5,10 +5,8 @@ request log says what history the model got."""
 from __future__ import annotations
 
 import shutil
-import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -18,43 +16,16 @@ from agentcell.kernel.notebook_id import session_of_notebook
 from agentcell.store import open_store
 
 from .conftest import execute, running_kernel
-from .echo_server import EchoServer, echo_server
-from .notebook_files import identify, save_notebook, saved_id
+from .echo_server import EchoServer
+from .notebook_files import DAILY_ID, daily_notebook, identify, save_notebook, saved_id, users_of
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]  # several kernels one after another
 
-DAILY_ID = "6f0a3b5c-1d2e-4f60-8a9b-0c1d2e3f4a5b"
-
-
-@pytest.fixture
-def server(kernel_env: dict[str, str]) -> Iterator[EchoServer]:
-    with echo_server() as instance:
-        kernel_env.update(AGENTCELL_MODEL="claude-sonnet-4-5", ANTHROPIC_BASE_URL=instance.root, ANTHROPIC_API_KEY="x")
-        yield instance
-
-
-def _users(server: EchoServer) -> list[str]:
-    """The user messages of the latest request: the history the model got, and the question."""
-    return [text for role, text in server.conversations()[-1] if role == "user"]
-
-
-def _daily(kernel_env: dict[str, str], tmp_path: Path) -> Path:
-    """Lab's daily sequence: a new notebook, Untitled.ipynb, two turns, saved as daily.ipynb (a rename)."""
-    untitled = tmp_path / "Untitled.ipynb"
-    save_notebook(untitled, None, [])  # Lab creates the file when the notebook is made
-    with running_kernel({**kernel_env, "JPY_SESSION_NAME": str(untitled)}, cwd=tmp_path) as (_, kc):
-        assert identify(kc, DAILY_ID)["notebook_id"] == DAILY_ID  # the extension minted it at the first run
-        one, two = execute(kc, "daily one", cell_id="cell-0"), execute(kc, "daily two", cell_id="cell-1")
-        save_notebook(untitled, DAILY_ID, [("daily one", one), ("daily two", two)])
-    daily = tmp_path / "daily.ipynb"
-    untitled.rename(daily)
-    return daily
-
 
 def test_a_new_notebook_at_a_reused_name_starts_afresh_and_the_renamed_one_goes_on(
-    kernel_env: dict[str, str], tmp_path: Path, server: EchoServer
+    kernel_env: dict[str, str], tmp_path: Path, claude_echo: EchoServer
 ) -> None:
-    daily = _daily(kernel_env, tmp_path)
+    daily = daily_notebook(kernel_env, tmp_path)
     untitled = tmp_path / "Untitled.ipynb"
     save_notebook(untitled, None, [])  # Launcher → Agent again: the name is free
     env = {**kernel_env, "JPY_SESSION_NAME": str(untitled)}
@@ -62,21 +33,21 @@ def test_a_new_notebook_at_a_reused_name_starts_afresh_and_the_renamed_one_goes_
         answer = identify(kc, "0b6e1c2d-3f4a-4b5c-8d9e-0f1a2b3c4d5e")
         assert answer == {"notebook_id": "0b6e1c2d-3f4a-4b5c-8d9e-0f1a2b3c4d5e", "notices": []}
         execute(kc, "a fresh question")
-    assert _users(server) == ["a fresh question"]
+    assert users_of(claude_echo) == ["a fresh question"]
     # Without the extension's word (the %%agent extension, a front end without it) the file decides: it shows
     # none of daily's turns, so the path it shares with daily's first name finds nothing.
     save_notebook(untitled, None, [])
     with running_kernel(env, cwd=tmp_path) as (_, kc):
         execute(kc, "another fresh question")
-    assert _users(server) == ["another fresh question"]
+    assert users_of(claude_echo) == ["another fresh question"]
     with running_kernel({**kernel_env, "JPY_SESSION_NAME": str(daily)}, cwd=tmp_path) as (_, kc):
         assert identify(kc, DAILY_ID) == {"notebook_id": DAILY_ID, "notices": []}
         execute(kc, "daily three")
-    assert _users(server) == ["daily one", "daily two", "daily three"]  # the rename kept the session
+    assert users_of(claude_echo) == ["daily one", "daily two", "daily three"]  # the rename kept the session
 
 
 def test_the_agent_extension_at_a_reused_name_starts_afresh_without_any_id(
-    kernel_env: dict[str, str], tmp_path: Path, server: EchoServer
+    kernel_env: dict[str, str], tmp_path: Path, claude_echo: EchoServer
 ) -> None:
     untitled = tmp_path / "Untitled.ipynb"
     save_notebook(untitled, None, [])
@@ -88,20 +59,20 @@ def test_the_agent_extension_at_a_reused_name_starts_afresh_without_any_id(
         kc.wait_for_ready(timeout=60)
         assert execute(kc, "%load_ext agentcell").status == "ok"
         two = execute(kc, "%%agent\nplain two")
-        assert _users(server) == ["plain one", "plain two"]
+        assert users_of(claude_echo) == ["plain one", "plain two"]
         save_notebook(untitled, None, [("%%agent\nplain one", one), ("%%agent\nplain two", two)])
     untitled.rename(tmp_path / "plain.ipynb")
     save_notebook(untitled, None, [])  # a new notebook at the free name
     with running_kernel(env, kernel_name="python3", cwd=tmp_path) as (_, kc):
         assert execute(kc, "%load_ext agentcell").status == "ok"
         execute(kc, "%%agent\nsomething new")
-    assert _users(server) == ["something new"]
+    assert users_of(claude_echo) == ["something new"]
 
 
 def test_a_copy_forks_at_the_last_turn_it_shows_and_the_two_diverge(
-    kernel_env: dict[str, str], tmp_path: Path, server: EchoServer
+    kernel_env: dict[str, str], tmp_path: Path, claude_echo: EchoServer
 ) -> None:
-    daily = _daily(kernel_env, tmp_path)
+    daily = daily_notebook(kernel_env, tmp_path)
     copy = tmp_path / "daily-Copy1.ipynb"
     shutil.copy(daily, copy)  # Lab's Duplicate, or cp: the same id in both
     daily_env = {**kernel_env, "JPY_SESSION_NAME": str(daily)}
@@ -115,17 +86,17 @@ def test_a_copy_forks_at_the_last_turn_it_shows_and_the_two_diverge(
         assert own_id not in (None, DAILY_ID)
         assert len(answer["notices"]) == 1 and "a copy of daily.ipynb" in answer["notices"][0]
         copied = execute(kc, "copy question")
-    assert _users(server) == ["daily one", "daily two", "copy question"]  # what the copy shows, not daily three
+    assert users_of(claude_echo) == ["daily one", "daily two", "copy question"]  # what the copy shows, not daily three
     with running_kernel(daily_env, cwd=tmp_path) as (_, kc):
         assert identify(kc, DAILY_ID)["notebook_id"] == DAILY_ID
         execute(kc, "daily four")
-    assert _users(server) == ["daily one", "daily two", "daily three", "daily four"]
+    assert users_of(claude_echo) == ["daily one", "daily two", "daily three", "daily four"]
     # The copy not saved since (its file still carries daily's id): it finds its own session again.
     assert saved_id(copy) == DAILY_ID
     with running_kernel(copy_env, cwd=tmp_path) as (_, kc):
         assert identify(kc, DAILY_ID) == {"notebook_id": own_id, "notices": []}
         execute(kc, "copy again")
-    assert _users(server) == ["daily one", "daily two", "copy question", "copy again"]
+    assert users_of(claude_echo) == ["daily one", "daily two", "copy question", "copy again"]
     # Saved with its own id and then renamed, it is still itself.
     save_notebook(copy, own_id, [("copy question", copied)])
     moved = tmp_path / "sub"
@@ -134,7 +105,7 @@ def test_a_copy_forks_at_the_last_turn_it_shows_and_the_two_diverge(
     with running_kernel({**kernel_env, "JPY_SESSION_NAME": str(moved / "mine.ipynb")}, cwd=moved) as (_, kc):
         assert identify(kc, own_id) == {"notebook_id": own_id, "notices": []}
         execute(kc, "after the move")
-    assert _users(server)[-2:] == ["copy again", "after the move"]
+    assert users_of(claude_echo)[-2:] == ["copy again", "after the move"]
     # What a listing (ACP's session/list) finds for each file: its own session.
     store = open_store(kernel_env["AGENTCELL_DB"])
     try:
@@ -151,8 +122,10 @@ def _saved_session(path: Path) -> str:
     return str(outputs[0]["data"]["application/vnd.agentcell.turn+json"]["events"][0]["session_id"])
 
 
-def test_a_copy_without_the_extension_forks_too(kernel_env: dict[str, str], tmp_path: Path, server: EchoServer) -> None:
-    daily = _daily(kernel_env, tmp_path)
+def test_a_copy_without_the_extension_forks_too(
+    kernel_env: dict[str, str], tmp_path: Path, claude_echo: EchoServer
+) -> None:
+    daily = daily_notebook(kernel_env, tmp_path)
     copy = tmp_path / "copy.ipynb"
     shutil.copy(daily, copy)
     copy_env = {**kernel_env, "JPY_SESSION_NAME": str(copy)}
@@ -161,7 +134,7 @@ def test_a_copy_without_the_extension_forks_too(kernel_env: dict[str, str], tmp_
         # Daily was renamed and not opened since: nothing tells the copy from the renamed file, and the first
         # of the two to run goes on with the session. The other forks when it runs.
         assert execute(kc, "%%agent\nthe copy's question").stdout == ""
-    assert _users(server) == ["daily one", "daily two", "the copy's question"]
+    assert users_of(claude_echo) == ["daily one", "daily two", "the copy's question"]
     with running_kernel({**kernel_env, "JPY_SESSION_NAME": str(daily)}, kernel_name="python3", cwd=tmp_path) as (
         _,
         kc,
@@ -169,35 +142,11 @@ def test_a_copy_without_the_extension_forks_too(kernel_env: dict[str, str], tmp_
         assert execute(kc, "%load_ext agentcell").status == "ok"
         run = execute(kc, "%%agent\ndaily again")
         assert "agentcell: This notebook is a copy of copy.ipynb (or that one of this" in run.stdout  # told in the cell
-    assert _users(server) == ["daily one", "daily two", "daily again"]  # each has its own conversation
+    assert users_of(claude_echo) == ["daily one", "daily two", "daily again"]  # each has its own conversation
     with running_kernel(copy_env, kernel_name="python3", cwd=tmp_path) as (_, kc):
         assert execute(kc, "%load_ext agentcell").status == "ok"
         execute(kc, "%%agent\nthe copy again")
-    assert _users(server) == ["daily one", "daily two", "the copy's question", "the copy again"]
-
-
-def test_a_notebook_whose_session_is_not_in_the_store_starts_afresh_and_says_so(
-    kernel_env: dict[str, str], tmp_path: Path, server: EchoServer
-) -> None:
-    daily = _daily(kernel_env, tmp_path)
-    kernel_env["AGENTCELL_DB"] = str(tmp_path / "moved.db")  # another store: it never saw daily's session
-    conn = sqlite3.connect(tmp_path / "kernel.db")
-    rows = conn.execute("SELECT key, value FROM kv WHERE key LIKE 'notebook-id:%'").fetchall()
-    conn.close()
-    with running_kernel({**kernel_env, "JPY_SESSION_NAME": str(daily)}, cwd=tmp_path) as (_, kc):
-        assert identify(kc, DAILY_ID) == {"notebook_id": DAILY_ID, "notices": []}
-        execute(kc, "in the new store")
-    assert _users(server) == ["in the new store"]
-    # The index row came along (a database copied without its sessions): the notebook says, the store lacks.
-    kernel_env["AGENTCELL_DB"] = str(tmp_path / "other.db")
-    with running_kernel({**kernel_env, "JPY_SESSION_NAME": str(tmp_path / "probe.ipynb")}, cwd=tmp_path) as (_, kc):
-        assert execute(kc, f"%%python\n__agentcell__.engine.store.set_value(*{tuple(rows[0])!r})").status == "ok"
-    with running_kernel({**kernel_env, "JPY_SESSION_NAME": str(daily)}, cwd=tmp_path) as (_, kc):
-        answer = identify(kc, DAILY_ID)
-        assert answer["notebook_id"] == DAILY_ID
-        assert len(answer["notices"]) == 1 and "is not in the store" in answer["notices"][0]
-        execute(kc, "after the move")
-    assert _users(server) == ["after the move"]
+    assert users_of(claude_echo) == ["daily one", "daily two", "the copy's question", "the copy again"]
 
 
 def _run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -207,9 +156,9 @@ def _run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 
 
 def test_agentcell_run_on_a_copy_forks_and_never_takes_the_original_s_session(
-    kernel_env: dict[str, str], tmp_path: Path, server: EchoServer
+    kernel_env: dict[str, str], tmp_path: Path, claude_echo: EchoServer
 ) -> None:
-    daily = _daily(kernel_env, tmp_path)
+    daily = daily_notebook(kernel_env, tmp_path)
     copy = tmp_path / "daily-Copy1.ipynb"
     shutil.copy(daily, copy)
     with running_kernel({**kernel_env, "JPY_SESSION_NAME": str(daily)}, cwd=tmp_path) as (_, kc):
@@ -224,15 +173,15 @@ def test_agentcell_run_on_a_copy_forks_and_never_takes_the_original_s_session(
     assert "agentcell run: This notebook is a copy of daily.ipynb" in done.stderr
     # The run redoes the copy's cells (each replaces its turn) on a fork of what the copy shows: daily three,
     # which daily ran after the copy was made, is not in it.
-    assert _users(server) == ["daily one", "daily two", "the copy's question"]
+    assert users_of(claude_echo) == ["daily one", "daily two", "the copy's question"]
     own_id = saved_id(tmp_path / "continued.ipynb")
     assert own_id not in (None, DAILY_ID)
-    before = len(server.requests)
+    before = len(claude_echo.requests)
     again = _run(str(copy), "-o", str(tmp_path / "fresh.ipynb"), env=env)  # a fresh conversation of the copy's
     assert again.returncode == 0, again.stderr
-    assert [text for role, text in server.conversations()[before] if role == "user"] == ["daily one"]
+    assert users_of(claude_echo, before) == ["daily one"]
     assert saved_id(tmp_path / "fresh.ipynb") == own_id
     with running_kernel({**kernel_env, "JPY_SESSION_NAME": str(daily)}, cwd=tmp_path) as (_, kc):
         assert identify(kc, DAILY_ID) == {"notebook_id": DAILY_ID, "notices": []}
         execute(kc, "daily four")
-    assert _users(server) == ["daily one", "daily two", "daily three", "daily four"]
+    assert users_of(claude_echo) == ["daily one", "daily two", "daily three", "daily four"]

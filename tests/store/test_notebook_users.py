@@ -24,14 +24,25 @@ def server() -> Iterator[EchoServer]:
         yield instance
 
 
-def _env(kernel_env: dict[str, str], url: str, server: EchoServer, user: str, notebook: Path) -> dict[str, str]:
+def _env(
+    kernel_env: dict[str, str],
+    url: str,
+    server: EchoServer,
+    user: str,
+    notebook: Path,
+    *,
+    named_by: str = "JUPYTERHUB_USER",
+) -> dict[str, str]:
+    """A kernel of ``user``'s: a JupyterHub server's (``JUPYTERHUB_USER``), or one started under their login
+    (``LOGNAME``, the first name ``getpass`` reads, as on a machine two people share)."""
+    env = {k: v for k, v in kernel_env.items() if k != "JUPYTERHUB_USER"}
     return {
-        **kernel_env,
+        **env,
         "AGENTCELL_DB": url,
         "AGENTCELL_MODEL": "claude-sonnet-4-5",
         "ANTHROPIC_BASE_URL": server.root,
         "ANTHROPIC_API_KEY": "x",
-        "JUPYTERHUB_USER": user,
+        named_by: user,
         "JPY_SESSION_NAME": str(notebook),
     }
 
@@ -44,13 +55,14 @@ def _session_id(kc: object) -> str:
     return execute(kc, "%session").stdout.split()[1]  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("named_by", ["JUPYTERHUB_USER", "LOGNAME"])
 def test_another_users_copy_of_a_notebook_forks_unless_they_resume_on_purpose(
-    kernel_env: dict[str, str], tmp_path: Path, pg_url: str, server: EchoServer
+    kernel_env: dict[str, str], tmp_path: Path, pg_url: str, server: EchoServer, named_by: str
 ) -> None:
     shared = tmp_path / "shared.ipynb"  # one file both see (a shared folder, or the same path on each server)
     save_notebook(shared, SHARED_ID, [])
-    alice_env = _env(kernel_env, pg_url, server, "alice", shared)
-    bob_env = _env(kernel_env, pg_url, server, "bob", shared)
+    alice_env = _env(kernel_env, pg_url, server, "alice", shared, named_by=named_by)
+    bob_env = _env(kernel_env, pg_url, server, "bob", shared, named_by=named_by)
     with running_kernel(alice_env, cwd=tmp_path) as (_, alice):
         assert identify(alice, SHARED_ID) == {"notebook_id": SHARED_ID, "notices": []}
         first = execute(alice, "alice one", cell_id="cell-0")

@@ -248,6 +248,7 @@ class NotebookAgent:
         """The notebook's session: its own (its fork, for a copy), or a new one."""
         if self._session is None:
             self._session = self._notebook_session()
+            self.identity.take_note()  # said with the notices, in the cell that looked the session up
             for notice in self.identity.take_notices():
                 print(f"agentcell: {notice}")
         else:
@@ -258,7 +259,11 @@ class NotebookAgent:
         # `agentcell run` asks once; a notebook replayed from its recording starts its conversation afresh
         replay = self.engine.replay
         fresh = os.environ.pop("AGENTCELL_NEW_SESSION", "") == "1" or (replay is not None and replay.from_start)
-        return self.identity.resolve(self.engine, fresh=fresh) or self.new_session()
+        if (found := self.identity.resolve(self.engine, fresh=fresh)) is not None:
+            return found
+        session = self.new_session()
+        self.identity.restore(self.engine.store, session)  # the notebook shows turns the store lost
+        return session
 
     def new_session(self, *, agent_id: str | None = None) -> Session:
         """Start afresh (keeping the current agent unless told otherwise) and map the notebook to it."""
@@ -439,6 +444,8 @@ class NotebookAgent:
         _wake_loop_on_signals(asyncio.get_running_loop())
         try:
             session = self.session
+            if (note := self.identity.take_note()) is not None:  # the front end was told before the first cell
+                print(f"agentcell: {note}")
             renderer = self.renderer_factory(session)
         except UserError as exc:
             raise UsageError(str(exc)) from None

@@ -17,10 +17,13 @@ path it was last seen at, and whose notebook it is. So:
 - another user's notebook on a shared store forks the same way: a kernel never continues a session of
   someone else's notebook unless asked (``%session resume ID``).
 
-When the notebook and the store disagree (its session is not in this store), the notebook is the truth: a
-new session starts, and the user is told (``NotebookIdentity.notices``). A notebook without an id (a front
-end without the extension, a console) falls back on its path, and only to a session whose turns the saved
-file shows (or when there is no file): a new notebook at a reused path never joins the old one's session.
+When the notebook and the store disagree (the store has no session of it, or lacks turns the saved notebook
+shows of it: a database deleted, moved, or restored from an older copy), the notebook is the truth: a new
+session is rebuilt from the turns the notebook shows (``notebook_turns.py``), so the model sees what the
+reader sees, and the user is told once (``NotebookIdentity.notices`` for the front end, the first turn's
+output). A session the user ended is not brought back. A notebook without an id (a front end without the
+extension, a console) falls back on its path, and only to a session whose turns the saved file shows (or
+when there is no file): a new notebook at a reused path never joins the old one's session.
 
 The kernel reads the saved file too (``JPY_SESSION_NAME`` is the notebook's path, not its contents), for
 front ends without the extension. The recording follows the notebook the same way: the store remembers
@@ -36,9 +39,12 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from .notebook_turns import read_turns, rebuild, saved_turns
 
 if TYPE_CHECKING:
     from ..core import Engine
@@ -62,7 +68,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 METADATA_KEY = "agentcell"
-_TURN_MIMETYPE = "application/vnd.agentcell.turn+json"  # render.renderer's; not imported: it loads the fold
 
 
 def notebook_file(notebook_path: str) -> Path:
@@ -87,28 +92,35 @@ class SavedNotebook:
     """What agentcell reads of a saved notebook: its id, and the turns its outputs show."""
 
     notebook_id: str | None
-    turn_event_ids: frozenset[str] = field(default_factory=frozenset)
-    """The ids of the events of every turn the saved outputs show."""
-    sessions: frozenset[str] = field(default_factory=frozenset)
-    """The sessions those turns ran in."""
+    shown: Mapping[str, frozenset[str]] = field(default_factory=dict, compare=False)
+    """Per session, the ids of its events the saved outputs show (only the ids are kept: the turns
+    themselves are read again when a conversation is rebuilt from them, ``notebook_turns.read_turns``)."""
+
+    @property
+    def turn_event_ids(self) -> frozenset[str]:
+        """The ids of the events of every turn the saved outputs show."""
+        return frozenset().union(*self.shown.values())
+
+    @property
+    def sessions(self) -> frozenset[str]:
+        """The sessions those turns ran in."""
+        return frozenset(self.shown)
+
+    def shown_of(self, session_id: str) -> frozenset[str]:
+        """The ids of the events of ``session_id`` the saved outputs show."""
+        return self.shown.get(session_id, frozenset())
 
 
 def _saved(content: Any) -> SavedNotebook:
     metadata = content.get("metadata", {}) if isinstance(content, dict) else {}
     section = metadata.get(METADATA_KEY) if isinstance(metadata, dict) else None
     value = section.get("notebook_id") if isinstance(section, dict) else None
-    events: set[str] = set()
-    sessions: set[str] = set()
-    cells = content.get("cells", []) if isinstance(content, dict) else []
-    for cell in cells if isinstance(cells, list) else []:
-        for output in cell.get("outputs", []) if isinstance(cell, dict) else []:
-            turn = output.get("data", {}).get(_TURN_MIMETYPE) if isinstance(output, dict) else None
-            for event in turn.get("events", []) if isinstance(turn, dict) else []:
-                if isinstance(event, dict) and isinstance(event.get("id"), str):
-                    events.add(event["id"])
-                    if isinstance(event.get("session_id"), str):
-                        sessions.add(event["session_id"])
-    return SavedNotebook(value if isinstance(value, str) and value else None, frozenset(events), frozenset(sessions))
+    shown: dict[str, set[str]] = {}
+    for turn in saved_turns(content.get("cells", []) if isinstance(content, dict) else []):
+        for event in turn.events:
+            shown.setdefault(str(event.get("session_id")), set()).add(event["id"])
+    frozen = {session: frozenset(ids) for session, ids in shown.items()}
+    return SavedNotebook(value if isinstance(value, str) and value else None, frozen)
 
 
 _read: dict[Path, tuple[int, SavedNotebook | None]] = {}
@@ -150,6 +162,10 @@ class NotebookIdentityAnswer:
         return json.dumps(self._repr_json_())
 
 
+class _Ended:
+    """The notebook's session, which the user ended (``%session end``): a new one starts, empty."""
+
+
 @dataclass
 class _Found:
     """The index's word on the notebook: its id (a copy's own when it forked before) and its row."""
@@ -175,6 +191,12 @@ class NotebookIdentity:
         notebook without an id."""
         self.notices: list[str] = []
         """What the user should be told about the lookup (a copy forked, a session missing), until taken."""
+        self.note: str | None = None
+        """What the first turn's output says (a rebuilt conversation), until taken: the front end's notices
+        go away, the cell's output stays in the notebook."""
+        self._disagreement: str | None = None
+        """Why the store's conversation is not the one the saved notebook shows, when the last lookup found
+        so: the new session is then rebuilt from the notebook (:meth:`restore`)."""
 
     @property
     def file(self) -> Path | None:
@@ -216,6 +238,10 @@ class NotebookIdentity:
         notices, self.notices = self.notices, []
         return notices
 
+    def take_note(self) -> str | None:
+        note, self.note = self.note, None
+        return note
+
     # ------------------------------------------------------------------------------------------ lookup
 
     def _find(self, store: Store) -> _Found:
@@ -256,19 +282,18 @@ class NotebookIdentity:
         from ..store import notebooks as index
 
         store = engine.store
+        self._disagreement = None
         found = self._find(store)
         if found.notebook_id is None:
             self.notebook_id = None
-            return None if fresh else self._by_path(engine)
+            return None if fresh else self._checked(engine, self._by_path(engine))
         self.notebook_id = found.notebook_id
         record = found.record
         if record is None:
-            return None
+            return None if fresh else self._checked(engine, None)
         if store.get_session(record.session_id) is None:
-            self.notices.append(
-                f"This notebook's session {record.session_id} is not in the store ({store.location}): a new "
-                "session starts, and the model sees only what the turns from now on say."
-            )
+            if not fresh:
+                self._checked(engine, None, f"This notebook's session {record.session_id} is not in the store")
             return None
         if found.copy_of is not None:
             return self._fork(engine, found.notebook_id, record, found.copy_of, fresh=fresh)
@@ -278,7 +303,45 @@ class NotebookIdentity:
         if record.path != here or record.user != notebook_user():
             index.put_notebook(store, found.notebook_id, index.record(record.session_id, here, notebook_user()))
         session = engine.sessions.get(record.session_id)
-        return session if session.status != "terminated" else None
+        return self._checked(engine, session) if session.status != "terminated" else None
+
+    def _checked(self, engine: Engine, session: Session | _Ended | None, missing: str | None = None) -> Session | None:
+        """``session`` (the notebook's, None when a new one must start) unless the saved notebook shows
+        turns the store does not have in it: then None, and the new session is rebuilt (:meth:`restore`)."""
+        if isinstance(session, _Ended):
+            return None  # the user ended the conversation the notebook shows: a new one starts empty
+        saved = read_saved(self.file) if self.file is not None else None
+        if saved is None or not saved.shown:
+            return session
+        where = engine.store.location
+        if session is None:
+            self._disagreement = f"{missing or 'The store has no conversation of this notebook'} ({where})"
+            return None
+        shown = saved.shown_of(session.id)
+        last = engine.store.last_event(session.id, None) if shown else None
+        if not shown or (last is not None and last.id >= max(shown)):
+            return session  # the log is append-only and ids sort by time: it has them all (one query)
+        if shown <= {row.id for row in engine.store.event_rows(session.id)}:
+            return session  # ids from two kernels in one millisecond need not sort: the log says
+        self._disagreement = f"The store ({where}) lacks turns of session {session.id} that this notebook shows"
+        return None
+
+    def restore(self, store: Store, session: Session) -> None:
+        """Rebuild ``session`` (new, its log empty) from the turns the saved notebook shows, when the last
+        lookup found the store disagrees with them; the user is told."""
+        reason, self._disagreement = self._disagreement, None
+        if reason is None or self.file is None:
+            return
+        turns = rebuild(store, session.id, read_turns(self.file))
+        if turns == 0:  # outputs no agentcell wrote
+            self.note = f"{reason}: a new session {session.id} starts (the notebook shows no turn it can rebuild)."
+        else:
+            counted = "its turn is" if turns == 1 else f"its {turns} turns are"
+            self.note = (
+                f"{reason}: the notebook is the truth, so {counted} rebuilt from what it shows into a new session "
+                f"{session.id}, and the model sees the conversation the notebook shows."
+            )
+        self.notices.append(self.note)
 
     def remember(self, store: Store, session: Session) -> None:
         """Map the notebook to ``session`` (a new one, or one resumed on purpose)."""
@@ -309,7 +372,7 @@ class NotebookIdentity:
 
     # ------------------------------------------------------------------------------------------ parts
 
-    def _by_path(self, engine: Engine) -> Session | None:
+    def _by_path(self, engine: Engine) -> Session | _Ended | None:
         """A notebook without an id: the session last mapped to its path, if the saved file shows that
         session's turns, or none yet (or there is no file: a console, a kernel started by a script)."""
         if not self.notebook_path:
@@ -326,7 +389,7 @@ class NotebookIdentity:
         if record.principal.name not in (None, notebook_user()):
             return None
         session = engine.sessions.get(session_id)
-        return session if session.status != "terminated" else None
+        return session if session.status != "terminated" else _Ended()
 
     def _may_be_its_notebook(self, engine: Engine, session_id: str, saved: SavedNotebook) -> bool:
         """Whether the saved file is the session's notebook: it shows the session's turns, or none yet (of
