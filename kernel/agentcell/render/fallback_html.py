@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import ImageBlock, TextBlock
 from .compaction_card import compaction_html
+from .fallback_math import math_plugin
 from .markdown import (  # the Markdown fallback's clipping and wording
     approval_note,
     clip,
@@ -62,7 +63,7 @@ def _markdown() -> MarkdownIt:
     from markdown_it import MarkdownIt
     from markdown_it.renderer import RendererHTML
 
-    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"]).use(math_plugin)
     assert isinstance(md.renderer, RendererHTML)
     default_image = md.renderer.rules["image"]
 
