@@ -20,6 +20,7 @@ from ..events import ImageBlock, TextBlock
 from .compaction_card import compaction_html
 from .fallback_math import math_plugin
 from .markdown import (  # the Markdown fallback's clipping and wording
+    NO_MATH,
     approval_note,
     clip,
     notebook_context_text,
@@ -43,9 +44,6 @@ __all__ = ["FALLBACK_CLASS", "fallback_html"]
 
 FALLBACK_CLASS = "agentcell-fallback"
 """The widget's CSS hides an element of this class where the live view rendered in the same output area."""
-
-NO_MATH = "tex2jax_ignore mathjax_ignore"
-"""MathJax 2 and 3 skip elements of these classes: a ``$`` in a turn is money, not math."""
 
 _DATA_IMAGE = re.compile(r"^data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]*$", re.IGNORECASE)
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})

@@ -27,11 +27,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_TOOL_TEXT",
+    "NO_MATH",
     "approval_note",
     "clip",
     "escape_prose",
     "fenced",
     "footer",
+    "not_math",
     "notebook_context_text",
     "outcome_heading",
     "skill_line",
@@ -41,6 +43,17 @@ __all__ = [
     "usage_line",
     "verdict_line",
 ]
+
+NO_MATH = "tex2jax_ignore mathjax_ignore"
+"""MathJax 2 and 3 skip elements of these classes: a ``$`` agentcell shows is money, not math."""
+
+
+def not_math(markdown: str) -> str:
+    """Markdown for a viewer's output area, kept from MathJax: ``\\$`` stops GitHub's math but not JupyterLab
+    or Notebook 7, which typeset the rendered text, so a ``$0.035 ($0.0148 left)`` would still become math
+    there (issue 38); an element of MathJax's ignore classes around it stops both."""
+    return f'<div class="{NO_MATH}">\n\n{markdown}\n\n</div>'
+
 
 MAX_TOOL_TEXT = 2_000
 """Characters of a tool's input or output shown in a transcript; the event log keeps all of it."""

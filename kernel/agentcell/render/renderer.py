@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .fallback_html import fallback_html
 from .fold import TurnFold
+from .markdown import not_math
 from .previews import preview_prompt
 
 if TYPE_CHECKING:
@@ -55,7 +56,8 @@ def fallback_bundle(
     ``html``), plus :data:`TURN_MIMETYPE` with its events, which the JupyterLab / Notebook 7 extension
     renders with the widget's own view. ``context`` and ``approvals`` are the widget's items that are not
     events (its header and the approval requests it showed), so the saved turn folds as the live one did."""
-    bundle: dict[str, Any] = {"text/markdown": fold.to_markdown(final=True), "text/plain": fold.to_text()}
+    markdown = not_math(fold.to_markdown(final=True))
+    bundle: dict[str, Any] = {"text/markdown": markdown, "text/plain": fold.to_text()}
     if html:
         bundle["text/html"] = fallback_html(fold, footer=fold.footer())
     if result is not None:
