@@ -185,7 +185,18 @@ def outcome_heading(outcome: OutcomeState) -> str:
     return f"Outcome — {outcome.status} · cycle {outcome.iteration + 1} of up to {outcome.max_iterations}"
 
 
-def turn_markdown(fold: TurnFold, *, final: bool = False) -> str:
+_OUTPUT_IMAGE = re.compile(r"!\[output\]\(data:image/[a-z]+;base64,[A-Za-z0-9+/=\s]*\)")
+"""A tool's image as :func:`_tool_markdown` writes it."""
+
+
+def turn_markdown(fold: TurnFold, *, final: bool = False, images: bool = True) -> str:
+    """The turn as Markdown; without ``images`` each tool's image is a note, for a bundle whose HTML holds
+    its one copy (every viewer that shows Markdown shows that HTML instead)."""
+    text = _turn_markdown(fold, final=final)
+    return text if images else _OUTPUT_IMAGE.sub("_(image: in this output's HTML)_", text)
+
+
+def _turn_markdown(fold: TurnFold, *, final: bool) -> str:
     out = _blocks_markdown(fold)
     out.extend(_workflow_markdown(fold, run) for run in fold.workflow_runs)
     out.extend(_outcome_markdown(outcome) for outcome in fold.outcomes.values())
