@@ -1,5 +1,6 @@
 /** The JupyterLab / Notebook 7 plugins of agentcell (the MIME renderer is `mime.ts`, loaded separately). */
 
+import { approvalKeysPlugin } from "./approval_keys";
 import { approvalNoticePlugin } from "./approval_notice";
 import { insertCellPlugin } from "./insert_cell";
 import { liveViewsPlugin } from "./live_views";
@@ -8,4 +9,4 @@ import { placeholderPlugin } from "./placeholder";
 import { pythonCellsPlugin } from "./python_cells";
 import { staleTurnsPlugin } from "./stale";
 
-export default [approvalNoticePlugin, insertCellPlugin, liveViewsPlugin, notebookIdPlugin, placeholderPlugin, pythonCellsPlugin, staleTurnsPlugin];
+export default [approvalKeysPlugin, approvalNoticePlugin, insertCellPlugin, liveViewsPlugin, notebookIdPlugin, placeholderPlugin, pythonCellsPlugin, staleTurnsPlugin];
