@@ -211,7 +211,8 @@ class TurnInterrupted(AgentCellError):  # noqa: N818 - it is what the user sees:
 class TurnError(AgentCellError):
     """A cell's turn ended in an error: the cell fails, so Run All and ``agentcell run`` stop there and say so.
 
-    The turn's own view already shows what happened; this is the cell's one line, with what to do."""
+    The turn's own view shows what happened, so in a notebook the kernel prints nothing more (the reply still
+    names it: ``kernel/extension.py``); a shell without that handler shows this one line."""
 
     def _render_traceback_(self) -> list[str]:  # IPython shows this instead of a traceback
         return [f"TurnError: {self}"]

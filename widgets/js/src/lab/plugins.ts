@@ -7,6 +7,7 @@ import { liveViewsPlugin } from "./live_views";
 import { notebookIdPlugin } from "./notebook_id";
 import { placeholderPlugin } from "./placeholder";
 import { pythonCellsPlugin } from "./python_cells";
+import { retryCellPlugin } from "./retry_cell";
 import { staleTurnsPlugin } from "./stale";
 
-export default [approvalKeysPlugin, approvalNoticePlugin, insertCellPlugin, liveViewsPlugin, notebookIdPlugin, placeholderPlugin, pythonCellsPlugin, staleTurnsPlugin];
+export default [approvalKeysPlugin, approvalNoticePlugin, insertCellPlugin, liveViewsPlugin, notebookIdPlugin, placeholderPlugin, pythonCellsPlugin, retryCellPlugin, staleTurnsPlugin];
