@@ -190,6 +190,8 @@ def _say_failed(exc: Any, code_cells: list[Any]) -> None:
     from .providers.replay import NOT_RECORDED
 
     failed = [i for i, c in enumerate(code_cells, 1) if any(o.get("output_type") == "error" for o in c.outputs)]
+    # A failed turn prints no error output (its own output shows the error): the run stopped at the last cell run.
+    failed = failed or [i for i, c in enumerate(code_cells, 1) if c.get("execution_count") is not None][-1:]
     total = len(code_cells)
     where = f"cell {failed[0]} of {total} ({_first_line(code_cells[failed[0] - 1].source)})" if failed else "a cell"
     said = f"{exc.ename}: {exc.evalue}" if exc.evalue else str(exc).strip()[-2000:]

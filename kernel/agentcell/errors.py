@@ -19,7 +19,7 @@ Every error agentcell raises derives from :class:`AgentCellError`::
     │   └── ConfigurationError        no usable model/provider for the requested name
     │       └── MissingKeyError       the model's provider needs an API key that is not set
     ├── TurnInterrupted               the running turn was interrupted (the notebook's stop button)
-    ├── TurnError                     a notebook cell's turn ended in an error (the cell fails, in one line)
+    ├── TurnError                     a notebook cell's turn ended in an error (the cell fails; its view says why)
     ├── ApprovalUnavailable           an approval request reached no one who could answer it (the call is refused)
     ├── OutsideWorkspaceError         a tool was asked for a path the permission preset does not let it touch
     ├── PermissionChangeRefused       a tool's code tried to change the preset, the always rules or the budget
@@ -211,7 +211,8 @@ class TurnInterrupted(AgentCellError):  # noqa: N818 - it is what the user sees:
 class TurnError(AgentCellError):
     """A cell's turn ended in an error: the cell fails, so Run All and ``agentcell run`` stop there and say so.
 
-    The turn's own view already shows what happened; this is the cell's one line, with what to do."""
+    The turn's own view shows what happened, so in a notebook the kernel prints nothing more (the reply still
+    names it: ``kernel/extension.py``); a shell without that handler shows this one line."""
 
     def _render_traceback_(self) -> list[str]:  # IPython shows this instead of a traceback
         return [f"TurnError: {self}"]

@@ -17,8 +17,14 @@ from ..kernel.conftest import write_script
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(180)]
 
+DOT = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP4z8DwHwAFAAIBpfZFQAAAAABJRU5ErkJggg=="
+"""A 1x1 PNG: the bundle keeps a tool's image once, in its HTML fallback, and the page's views take it there."""
+CODE = (
+    "import base64\nfrom IPython.display import Image, display\n"
+    f"print(6 * 7)\ndisplay(Image(data=base64.b64decode({DOT!r})))"
+)
 SCRIPT = [
-    {"steps": [{"kind": "tool_call", "name": "python", "input": {"code": "print(6 * 7)"}}]},
+    {"steps": [{"kind": "tool_call", "name": "python", "input": {"code": CODE}}]},
     {"steps": [{"kind": "text", "text": "The answer is **42**."}]},
 ]
 
@@ -56,6 +62,7 @@ def test_the_page_renders_its_turns_from_saved_state_and_fetches_nothing(page: P
     view = page.locator(".agentcell-turn")
     expect(view.locator(".ac-message strong")).to_have_text("42")
     expect(view.locator(".ac-tool .ac-tool-output")).to_contain_text("42")
+    assert view.locator(".ac-tool img.ac-image").evaluate("img => img.decode().then(() => img.naturalWidth)") == 1
     expect(view.locator(".ac-turn-status")).to_have_text("done")
     expect(page.locator(".agentcell-fallback")).to_be_hidden()  # the turn view stands in for it
     expect(page.locator(".agentcell-turn")).to_have_count(1)  # one view per turn: the bundle, not a widget

@@ -19,6 +19,7 @@ from jupyter_client.manager import KernelManager, start_new_kernel
 
 from agentcell import StreamItem, TurnResult
 from agentcell.kernel.host import AgentCell, NotebookAgent
+from agentcell.render.markdown import NO_MATH
 
 from ..providers.conftest import server  # noqa: F401 - the loopback Anthropic server, for cells on Claude
 from .echo_server import EchoServer, echo_server
@@ -49,7 +50,13 @@ class Execution:
 
     @property
     def final_markdown(self) -> str:
-        return str(self.displays[-1].get("text/markdown", "")) if self.displays else ""
+        return shown_markdown(self.displays[-1]) if self.displays else ""
+
+
+def shown_markdown(bundle: dict[str, Any]) -> str:
+    """A bundle's Markdown inside the element that keeps its ``$`` from MathJax (render.markdown.not_math)."""
+    text = str(bundle.get("text/markdown", ""))
+    return text.removeprefix(f'<div class="{NO_MATH}">\n\n').removesuffix("\n\n</div>")
 
 
 def execute(kc: BlockingKernelClient, code: str, *, timeout: float = 30, cell_id: str | None = None) -> Execution:

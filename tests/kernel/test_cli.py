@@ -15,6 +15,8 @@ import pytest
 from agentcell.kernel.kernelspec import kernel_json
 from agentcell.kernel.notebook_id import notebook_user
 
+from .conftest import shown_markdown
+
 pytestmark = pytest.mark.slow
 
 
@@ -54,7 +56,7 @@ def test_run_executes_every_cell_and_writes_the_notebook(kernel_env: dict[str, s
     executed = nbformat.read(out, as_version=4)
     assert "widgets" not in executed.metadata  # finished turns are bundles: no widget state to carry
     first = executed.cells[0].outputs[-1]["data"]
-    assert first["text/markdown"].startswith("You said: What is in the data?")
+    assert shown_markdown(first).startswith("You said: What is in the data?")
     assert "application/vnd.agentcell.turn+json" in first
     assert executed.cells[1].outputs[0]["data"]["text/plain"] == "3"
     assert "input tokens" in executed.cells[2].outputs[0]["data"]["text/markdown"]

@@ -77,3 +77,15 @@ def test_tool_cards_thinking_errors_and_footer() -> None:
     assert 'src="data:image/png;base64,iVBORw0KGgo="' in html
     assert "image/svg+xml not shown" in html
     assert "<small>in 1 · out 2 &lt;x&gt;</small>" in html
+
+
+def test_math_keeps_its_tex_source_and_prices_stay_text() -> None:
+    """Markdown's backslash escapes would turn ``a\\,b`` into ``a,b`` (issue 38): a math span is kept as
+    written, delimiters included, in an ``ac-math`` element, with the same delimiters as the views."""
+    text = "Thin space $a\\,b$ and \\(x\\;y\\), costs $5 and $10.\n\n$$\n\\int_0^1 f\\,dx\n$$\n\nafter \\*"
+    html = fallback_html(view_of(message(text)), footer="f")
+    assert '<span class="ac-math ac-math-inline">$a\\,b$</span>' in html
+    assert '<span class="ac-math ac-math-inline">\\(x\\;y\\)</span>' in html
+    assert '<div class="ac-math ac-math-display">$$\n\\int_0^1 f\\,dx\n$$</div>' in html
+    assert "costs $5 and $10." in html  # money, not math
+    assert "<p>after *</p>" in html  # escapes outside math still work

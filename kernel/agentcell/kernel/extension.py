@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import TurnInterrupted
+from ..errors import TurnError, TurnInterrupted
 from .host import AgentCell, NotebookAgent
 from .magics import register_magics
 from .routing import HOST_NAME, make_router
@@ -43,13 +43,14 @@ def load(shell: InteractiveShell, *, prose_is_agent: bool = False) -> NotebookAg
     if not hasattr(shell, "_last_traceback"):
         shell._last_traceback = None  # type: ignore[attr-defined]
     if not shell.custom_exceptions:  # never in place of a handler the user set
-        shell.set_custom_exc((TurnInterrupted,), _interrupted_quietly)
+        shell.set_custom_exc((TurnInterrupted, TurnError), _turn_ended_quietly)
     return host
 
 
-def _interrupted_quietly(shell: InteractiveShell, *_: object, **__: object) -> None:
-    """The user stopped a turn (the toolbar's interrupt): the turn already says "interrupted", so no red
-    traceback is printed under it. The cell still fails, so Run All stops there, as after any interrupt."""
+def _turn_ended_quietly(shell: InteractiveShell, *_: object, **__: object) -> None:
+    """The user stopped a turn (the toolbar's interrupt) or it failed: the turn's view already says
+    "interrupted" or shows the error (with Retry), so nothing red is printed under it again (issue 38). The
+    cell still fails (the reply names the error), so Run All and ``agentcell run`` stop there."""
     shell._last_traceback = None  # type: ignore[attr-defined]  # no earlier cell's traceback in this reply
 
 

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..events import ImageBlock, TextBlock
 from .compaction_card import compaction_html
+from .fallback_math import math_plugin
 from .markdown import (  # the Markdown fallback's clipping and wording
+    NO_MATH,
     approval_note,
     clip,
     notebook_context_text,
@@ -44,9 +46,6 @@ __all__ = ["FALLBACK_CLASS", "fallback_html"]
 FALLBACK_CLASS = "agentcell-fallback"
 """The widget's CSS hides an element of this class where the live view rendered in the same output area."""
 
-NO_MATH = "tex2jax_ignore mathjax_ignore"
-"""MathJax 2 and 3 skip elements of these classes: a ``$`` in a turn is money, not math."""
-
 _DATA_IMAGE = re.compile(r"^data:image/(png|jpeg|gif|webp);base64,[A-Za-z0-9+/=\s]*$", re.IGNORECASE)
 _IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 _BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]*$")
@@ -63,7 +62,7 @@ def _markdown() -> MarkdownIt:
     from markdown_it import MarkdownIt
     from markdown_it.renderer import RendererHTML
 
-    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"])
+    md = MarkdownIt("commonmark", {"html": False}).enable(["table", "strikethrough"]).use(math_plugin)
     assert isinstance(md.renderer, RendererHTML)
     default_image = md.renderer.rules["image"]
 
@@ -163,7 +162,7 @@ def _skill_html(card: ToolState, skill: SessionSkillActivated) -> str:
         f"<p>📘 <strong>skill {escape(skill.name)}</strong> v{skill.version} — {escape(card.status)}</p>",
         f"<p>{escape(skill_line(skill))}</p>",
         f"<ul>{files}</ul>" if files else "<p>No files besides SKILL.md.</p>",
-        "<details><summary>Instructions</summary>" + "".join(_output_html(b) for b in card.output) + "</details>",
+        "<details><summary>Instructions</summary>" + "".join(_outputs_html(card)) + "</details>",
     ]
     return '<div class="agentcell-fallback-tool agentcell-fallback-skill">' + "".join(parts) + "</div>"
 
@@ -177,7 +176,7 @@ def _tool_html(card: ToolState) -> str:
     if note := approval_note(card):
         parts.append(f"<p><em>{escape(note)}</em></p>")
     parts += ["<p>input:</p>", f"<pre><code>{escape(clip(shown))}</code></pre>"]
-    outputs = [html for block in card.output if (html := _output_html(block))]
+    outputs = _outputs_html(card)
     if outputs:
         parts += ["<p>output:</p>", *outputs]
     return '<div class="agentcell-fallback-tool">' + "".join(parts) + "</div>"
@@ -197,12 +196,23 @@ def _outcome_html(outcome: OutcomeState) -> str:
     return '<section class="agentcell-fallback-outcome">' + "".join(parts) + "</section>"
 
 
-def _output_html(block: Any) -> str:
+def _outputs_html(card: ToolState) -> list[str]:
+    shown = (_output_html(block, image_key(card.tool_use_id, index)) for index, block in enumerate(card.output))
+    return [html for html in shown if html]
+
+
+def image_key(tool_use_id: str, index: int) -> str:
+    """How the saved turn's events find a tool result's image in this HTML, which holds the bundle's one
+    copy of it (``renderer.fallback_bundle``; ``widgets/js/src/lab/bundle.ts`` reads it back)."""
+    return f"{tool_use_id}/{index}"
+
+
+def _output_html(block: Any, key: str) -> str:
     if isinstance(block, TextBlock):
         return f"<pre>{escape(clip(block.text))}</pre>" if block.text else ""
     if isinstance(block, ImageBlock):
         media, data = block.source.media_type, block.source.data
         if media in _IMAGE_TYPES and _BASE64.match(data):
-            return f'<img src="data:{media};base64,{data}" alt="tool output image">'
+            return f'<img src="data:{media};base64,{data}" alt="tool output image" data-image="{escape(key)}">'
         return f"<p>(image of type {escape(media)} not shown)</p>"
     return ""

@@ -453,10 +453,10 @@ class TurnFold:
 
         return footer(self)
 
-    def to_markdown(self, *, final: bool = False) -> str:
+    def to_markdown(self, *, final: bool = False, images: bool = True) -> str:
         from .markdown import turn_markdown
 
-        return turn_markdown(self, final=final)
+        return turn_markdown(self, final=final, images=images)
 
     def to_text(self) -> str:
         from .markdown import turn_text

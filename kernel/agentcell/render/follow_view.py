@@ -18,6 +18,7 @@ from ..errors import AgentCellError, UserError
 from ..following import TURN_OPENINGS, latest_turn_start
 from ._ipython import display
 from .fold import TurnFold
+from .markdown import not_math
 from .throttle import Throttle
 
 if TYPE_CHECKING:
@@ -91,9 +92,8 @@ class FollowView:
 
     def _bundle(self) -> dict[str, str]:
         text = self._markdown()
-        # MathJax would typeset "turn $0.12 · session $3.40" as math (kernel-mechanics.md §9); escaping the
-        # dollars does not stop JupyterLab 4.6, which typesets the rendered text, but MathJax's ignore class does.
-        return {"text/markdown": f'<div class="mathjax_ignore">\n\n{text}\n\n</div>', "text/plain": text}
+        # "turn $0.12 · session $3.40" is money, not math (kernel-mechanics.md §9).
+        return {"text/markdown": not_math(text), "text/plain": text}
 
     def _flush(self) -> bool:
         self._handle.update(self._bundle(), raw=True)

@@ -28,11 +28,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_TOOL_TEXT",
+    "NO_MATH",
     "approval_note",
     "clip",
     "escape_prose",
     "fenced",
     "footer",
+    "not_math",
     "notebook_context_text",
     "outcome_heading",
     "skill_line",
@@ -42,6 +44,17 @@ __all__ = [
     "usage_line",
     "verdict_line",
 ]
+
+NO_MATH = "tex2jax_ignore mathjax_ignore"
+"""MathJax 2 and 3 skip elements of these classes: a ``$`` agentcell shows is money, not math."""
+
+
+def not_math(markdown: str) -> str:
+    """Markdown for a viewer's output area, kept from MathJax: ``\\$`` stops GitHub's math but not JupyterLab
+    or Notebook 7, which typeset the rendered text, so a ``$0.035 ($0.0148 left)`` would still become math
+    there (issue 38); an element of MathJax's ignore classes around it stops both."""
+    return f'<div class="{NO_MATH}">\n\n{markdown}\n\n</div>'
+
 
 MAX_TOOL_TEXT = 2_000
 """Characters of a tool's input or output shown in a transcript; the event log keeps all of it."""
@@ -173,7 +186,18 @@ def outcome_heading(outcome: OutcomeState) -> str:
     return f"Outcome — {outcome.status} · cycle {outcome.iteration + 1} of up to {outcome.max_iterations}"
 
 
-def turn_markdown(fold: TurnFold, *, final: bool = False) -> str:
+_OUTPUT_IMAGE = re.compile(r"!\[output\]\(data:image/[a-z]+;base64,[A-Za-z0-9+/=\s]*\)")
+"""A tool's image as :func:`_tool_markdown` writes it."""
+
+
+def turn_markdown(fold: TurnFold, *, final: bool = False, images: bool = True) -> str:
+    """The turn as Markdown; without ``images`` each tool's image is a note, for a bundle whose HTML holds
+    its one copy (every viewer that shows Markdown shows that HTML instead)."""
+    text = _turn_markdown(fold, final=final)
+    return text if images else _OUTPUT_IMAGE.sub("_(image: in this output's HTML)_", text)
+
+
+def _turn_markdown(fold: TurnFold, *, final: bool) -> str:
     out = _blocks_markdown(fold)
     out.extend(_workflow_markdown(fold, run) for run in fold.workflow_runs)
     out.extend(_outcome_markdown(outcome) for outcome in fold.outcomes.values())

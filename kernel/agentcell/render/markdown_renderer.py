@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ._ipython import display
 from .displays import displays_of, opening_event_id
 from .fold import TurnFold
+from .markdown import not_math
 from .renderer import fallback_bundle
 from .throttle import Throttle
 
@@ -49,7 +50,8 @@ class MarkdownRenderer:
         if not self._dirty or self._handle is None:
             return False
         self._dirty = False
-        self._handle.update({"text/markdown": self._fold.to_markdown(), "text/plain": self._fold.text}, raw=True)
+        markdown = not_math(self._fold.to_markdown())
+        self._handle.update({"text/markdown": markdown, "text/plain": self._fold.text}, raw=True)
         return True
 
     def close(self, result: TurnResult | None) -> None:

@@ -11,8 +11,9 @@ import json
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .fallback_html import fallback_html
+from .fallback_html import fallback_html, image_key
 from .fold import TurnFold
+from .markdown import not_math
 from .previews import preview_prompt
 
 if TYPE_CHECKING:
@@ -55,15 +56,31 @@ def fallback_bundle(
     ``html``), plus :data:`TURN_MIMETYPE` with its events, which the JupyterLab / Notebook 7 extension
     renders with the widget's own view. ``context`` and ``approvals`` are the widget's items that are not
     events (its header and the approval requests it showed), so the saved turn folds as the live one did."""
-    bundle: dict[str, Any] = {"text/markdown": fold.to_markdown(final=True), "text/plain": fold.to_text()}
+    markdown = not_math(fold.to_markdown(final=True, images=not html))
+    bundle: dict[str, Any] = {"text/markdown": markdown, "text/plain": fold.to_text()}
     if html:
         bundle["text/html"] = fallback_html(fold, footer=fold.footer())
     if result is not None:
         # A long prompt as its preview: the cell above the output holds it whole.
-        turn: dict[str, Any] = {"events": [preview_prompt(json.loads(e.model_dump_json())) for e in result.events]}
+        events = [preview_prompt(json.loads(e.model_dump_json())) for e in result.events]
+        turn: dict[str, Any] = {"events": _images_once(events, bundle.get("text/html", ""))}
         if context is not None:
             turn["context"] = context
         if approvals:
             turn["approvals"] = list(approvals)
         bundle[TURN_MIMETYPE] = turn
     return bundle
+
+
+def _images_once(events: list[dict[str, Any]], html: str) -> list[dict[str, Any]]:
+    """The events with each tool result's image that the HTML fallback shows left out of them: the bundle
+    keeps one copy of a plot, not three (issue 38). Such an image's source keeps its media type and says
+    where its data is (``"in": "text/html"``, found there by :func:`~.fallback_html.image_key`)."""
+    for event in events:
+        if event.get("type") != "agent.tool_result":
+            continue
+        for index, block in enumerate(event.get("content") or []):
+            source = block.get("source") if block.get("type") == "image" else None
+            if source and f'data-image="{image_key(event["tool_use_id"], index)}"' in html:
+                block["source"] = {**source, "data": "", "in": "text/html"}
+    return events

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { STALE_NOTE, bundleItems, isTurnBundle } from "../src/lab/bundle";
+import { STALE_NOTE, bundleItems, isTurnBundle, withImages } from "../src/lab/bundle";
 import { PYTHON_MIMETYPE, cellMimetype } from "../src/lab/cell_language";
 import { renderTurn } from "../src/lab/render";
 import { TurnStore } from "../src/store";
@@ -74,6 +74,30 @@ describe("the saved turn renderer", () => {
     expect(isTurnBundle({ events: [] })).toBe(true);
     expect(isTurnBundle({ items: [] })).toBe(false);
     expect(isTurnBundle(null)).toBe(false);
+  });
+});
+
+describe("a saved turn's images", () => {
+  it("come back from the HTML fallback, which holds the bundle's one copy", () => {
+    const png = "iVBORw0KGgoAAAANSUhEUg==";
+    const shared = { type: "base64", media_type: "image/png", data: "", in: "text/html" };
+    const result: Item = {
+      type: "agent.tool_result",
+      id: "r",
+      tool_use_id: "toolu_1",
+      content: [{ type: "text", text: "<Figure>" }, { type: "image", source: shared }],
+    };
+    const html = `<p>x</p><img src="data:image/png;base64,${png}" alt="tool output image" data-image="toolu_1/1">`;
+    const back = withImages({ events: [result] }, [html.slice(0, 20), html.slice(20)]);
+    const content = back.events?.[0]?.content as { source?: Record<string, unknown> }[];
+    expect(content[1]?.source).toEqual({ type: "base64", media_type: "image/png", data: png });
+    expect(content[0]).toEqual({ type: "text", text: "<Figure>" });
+    const call: Item = { type: "agent.tool_use", id: "toolu_1", name: "python", input: { code: "plot()" } };
+    const view = renderTurn(document.createElement("div"), { events: [call, ...(back.events ?? [])] });
+    expect(view.el.querySelector("img.ac-image")?.getAttribute("src")).toBe(`data:image/png;base64,${png}`);
+    // Without the HTML, nothing to take: the bundle is as it was.
+    const bundle = { events: [result] };
+    expect(withImages(bundle, undefined)).toBe(bundle);
   });
 });
 

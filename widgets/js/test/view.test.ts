@@ -232,6 +232,26 @@ describe("turn view", () => {
     expect(q(paint([context(), running()]), ".ac-turn-status").textContent).toBe("running");
   });
 
+  it("says a failed turn's error once, in its body, and offers Retry where the page can run the cell", () => {
+    const error = { type: "session.error", id: "e", error: { type: "overloaded_error", message: "overloaded", retry_status: "terminal" } };
+    const failed = { type: "session.status_idle", id: "i", stop_reason: { type: "error", message: "overloaded" } };
+    expect(q(paint([context(), running(), error, failed]), ".ac-turn-status").textContent).toBe("failed");
+    expect(paint([context(), running(), error, failed]).querySelector(".ac-retry")).toBeNull(); // no one to run it
+    document.body.dataset.agentcellRetry = "true";
+    try {
+      const root = paint([context(), running(), error, failed]);
+      expect(root.textContent?.split("overloaded").length).toBe(3); // "overloaded_error: overloaded", once
+      const asked: Event[] = [];
+      root.addEventListener("agentcell:retry", (event) => asked.push(event));
+      (q(root, ".ac-retry") as HTMLButtonElement).click();
+      expect(asked.length).toBe(1);
+      // Without an error block, the header keeps the detail: it is the only place that says it.
+      expect(q(paint([context(), running(), failed]), ".ac-turn-status").textContent).toBe("failed: overloaded");
+    } finally {
+      delete document.body.dataset.agentcellRetry;
+    }
+  });
+
   it("says in the header where the answers came from, only when the notebook's recording was consulted", () => {
     const replayed = paint([context(), running(), { ...usageEnd({ input_tokens: 3 }), source: "replay" }, idle()]);
     expect(q(replayed, ".ac-origin").textContent).toBe("replayed");

@@ -45,6 +45,7 @@ async def run_compact(host: NotebookAgent, line: str) -> None:
     from IPython.display import display
 
     from ...render.compaction_card import compaction_markdown, compaction_text
+    from ...render.markdown import not_math
 
     instructions = line.strip()
     if instructions in ("-h", "--help"):
@@ -57,4 +58,4 @@ async def run_compact(host: NotebookAgent, line: str) -> None:
     if event is None:
         print("%compact: there is no conversation to compact yet")
         return
-    display({"text/markdown": compaction_markdown(event), "text/plain": compaction_text(event)}, raw=True)
+    display({"text/markdown": not_math(compaction_markdown(event)), "text/plain": compaction_text(event)}, raw=True)

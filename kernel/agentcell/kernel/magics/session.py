@@ -74,14 +74,14 @@ class SessionMagics(MagicGroup):
         ]
         from IPython.display import display
 
-        from ...render.markdown import escape_prose
+        from ...render.markdown import escape_prose, not_math
 
-        # Money escaped so no viewer typesets it as math; text/plain for consoles, nbconvert and `agentcell run`.
+        # Money kept from every viewer's math; text/plain for consoles, nbconvert and `agentcell run`.
         table = "| | |\n|---|---|\n" + "\n".join(f"| {k} | {escape_prose(v)} |" for k, v in rows)
         width = max(len(k) for k, _ in rows)
         plain = "\n".join([f"Usage of session {session.id}", *(f"  {k:<{width}}  {v}" for k, v in rows)])
         markdown = f"**Usage of session `{session.id}`**\n\n{table}"
-        display({"text/markdown": markdown, "text/plain": plain}, raw=True)
+        display({"text/markdown": not_math(markdown), "text/plain": plain}, raw=True)
 
     @line_magic
     def session(self, line: str) -> None:

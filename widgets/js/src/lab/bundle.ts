@@ -52,3 +52,29 @@ export function openingEventId(bundle: TurnBundle): string | null {
   const opening = (bundle.events ?? []).find(opens);
   return opening?.id ?? null;
 }
+
+/** A tool's image as the HTML fallback writes it (render/fallback_html.py, `_output_html`). */
+const SHARED_IMAGE = /<img src="data:[^;"]+;base64,([A-Za-z0-9+/=\s]*)" alt="tool output image" data-image="([^"]*)">/g;
+
+/**
+ * The bundle with each tool result's image back in its event: the kernel keeps one copy of an image, in the
+ * bundle's HTML fallback, and leaves the event's `source` with `data: ""` and `in: "text/html"`
+ * (render/renderer.py, `_images_once`). `html` is the output's `text/html`, a string or lines.
+ */
+export function withImages(bundle: TurnBundle, html: unknown): TurnBundle {
+  const text = Array.isArray(html) ? html.join("") : typeof html === "string" ? html : "";
+  if (!text.includes("data-image=")) return bundle;
+  const images = new Map<string, string>();
+  for (const match of text.matchAll(SHARED_IMAGE)) images.set(match[2] ?? "", match[1] ?? "");
+  const events = (bundle.events ?? []).map((event) => {
+    if (event.type !== "agent.tool_result" || !Array.isArray(event.content)) return event;
+    const content = (event.content as Record<string, unknown>[]).map((block, index) => {
+      const source = block.source as Record<string, unknown> | undefined;
+      const data = source?.in === "text/html" ? images.get(`${String(event.tool_use_id)}/${index}`) : undefined;
+      if (data === undefined) return block;
+      return { ...block, source: { type: source?.type, media_type: source?.media_type, data } };
+    });
+    return { ...event, content };
+  });
+  return { ...bundle, events };
+}

@@ -7,7 +7,7 @@
 import type { IRenderMime } from "@jupyterlab/rendermime-interfaces";
 import { Widget } from "@lumino/widgets";
 import { ensureStyle } from "./style";
-import { TURN_MIMETYPE, isTurnBundle } from "./bundle";
+import { TURN_MIMETYPE, isTurnBundle, withImages } from "./bundle";
 import { renderTurn } from "./render";
 
 class TurnOutput extends Widget implements IRenderMime.IRenderer {
@@ -19,7 +19,7 @@ class TurnOutput extends Widget implements IRenderMime.IRenderer {
   renderModel(model: IRenderMime.IMimeModel): Promise<void> {
     const data = model.data[this.mimeType];
     if (isTurnBundle(data)) {
-      renderTurn(this.node, data);
+      renderTurn(this.node, withImages(data, model.data["text/html"]));
     } else {
       this.node.textContent = "agentcell: this output holds no turn events";
     }

@@ -1,5 +1,6 @@
 /** The JupyterLab / Notebook 7 plugins of agentcell (the MIME renderer is `mime.ts`, loaded separately). */
 
+import { approvalKeysPlugin } from "./approval_keys";
 import { approvalNoticePlugin } from "./approval_notice";
 import { fixErrorPlugin } from "./fix_error";
 import { insertCellPlugin } from "./insert_cell";
@@ -8,6 +9,19 @@ import { notebookIdPlugin } from "./notebook_id";
 import { placeholderPlugin } from "./placeholder";
 import { proposalsPlugin } from "./proposals";
 import { pythonCellsPlugin } from "./python_cells";
+import { retryCellPlugin } from "./retry_cell";
 import { staleTurnsPlugin } from "./stale";
 
-export default [approvalNoticePlugin, fixErrorPlugin, insertCellPlugin, liveViewsPlugin, notebookIdPlugin, placeholderPlugin, proposalsPlugin, pythonCellsPlugin, staleTurnsPlugin];
+export default [
+  approvalKeysPlugin,
+  approvalNoticePlugin,
+  fixErrorPlugin,
+  insertCellPlugin,
+  liveViewsPlugin,
+  notebookIdPlugin,
+  placeholderPlugin,
+  proposalsPlugin,
+  pythonCellsPlugin,
+  retryCellPlugin,
+  staleTurnsPlugin,
+];

@@ -1,11 +1,23 @@
 /** The header: model, agent name and version, permission preset (red, with a warning, when it is
  * danger-full-access), the turn's status, Stop, and a steer box (guidance the model gets at its next
- * request, without stopping the turn; Enter sends it). */
+ * request, without stopping the turn; Enter sends it). A failed turn says "failed" and offers Retry where
+ * the page can run the cell again (the lab extension: lab/retry_cell.ts); its error is the body's. */
 
 import type { TurnState } from "../state";
 import { ORIGIN_WORDS, originOf } from "../status";
 import { h, replaceChildren } from "./dom";
 import type { Send } from "./tool";
+
+/** Set on the page's body by a host that runs a turn's cell again when asked (lab/retry_cell.ts). */
+export const RETRY_FLAG = "agentcellRetry";
+/** The bubbling event Retry sends from the turn's view; the host runs the cell that holds it. */
+export const RETRY_EVENT = "agentcell:retry";
+
+function retryButton(): HTMLElement {
+  const button = h("button", { type: "button", class: "ac-button ac-retry", title: "Run this cell again, as Shift+Enter would" }, "Retry");
+  button.addEventListener("click", () => button.dispatchEvent(new CustomEvent(RETRY_EVENT, { bubbles: true, cancelable: true })));
+  return button;
+}
 
 export class Header {
   readonly el: HTMLElement;
@@ -22,9 +34,13 @@ export class Header {
     const live = state.status === "running" && state.live;
     // The normal end is quiet ("done"); only an unusual one says why (interrupted, max_turns, budget_reached…).
     const why = state.stopReason ?? "end_turn";
-    const status = state.status === "running" ? (state.interruptRequested ? "stopping" : "running") : why === "end_turn" ? "done" : `done: ${why}`;
+    const failed = state.status !== "running" && why === "error";
+    const status = state.status === "running" ? (state.interruptRequested ? "stopping" : "running") : why === "end_turn" ? "done" : failed ? "failed" : `done: ${why}`;
+    // The error block in the body says what failed: the header does not say it again (one error view).
+    const said = failed && [...state.blocks.values()].some((block) => block.kind === "error" && block.retry !== "retrying");
+    const detail = state.stopDetail && !said ? `: ${state.stopDetail}` : "";
     const origin = originOf(state.sources);
-    const signature = JSON.stringify([state.model, ctx?.agent_name, ctx?.agent_version, ctx?.preset, status, state.stopDetail, live, this.stopping, origin]);
+    const signature = JSON.stringify([state.model, ctx?.agent_name, ctx?.agent_version, ctx?.preset, status, detail, live, this.stopping, origin]);
     if (signature === this.signature) return;
     this.signature = signature;
     const stop = live ? h("button", { type: "button", class: "ac-button ac-stop", "aria-label": "Stop this turn" }, this.stopping ? "Stopping…" : "Stop") : null;
@@ -48,10 +64,11 @@ export class Header {
         "span",
         { class: `ac-turn-status ac-turn-${state.status}`, role: "status", "aria-live": "polite" },
         status,
-        state.stopDetail ? `: ${state.stopDetail}` : "",
+        detail,
       ),
       origin ? h("span", { class: `ac-origin ac-origin-${origin.replace(/ /g, "-")}`, title: ORIGIN_WORDS[origin] ?? origin }, origin) : null,
       stop,
+      failed && document.body.dataset[RETRY_FLAG] ? retryButton() : null,
       steer,
       danger
         ? h("p", { class: "ac-danger-warning", role: "note" }, "⚠ danger-full-access: the agent's tools run anything, anywhere, without asking.")

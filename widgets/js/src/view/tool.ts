@@ -224,6 +224,8 @@ export class ToolCard {
         button("Deny", "n", "ac-deny", answer("deny", "once")),
         message,
       ),
+      // JupyterLab / Notebook 7 with the extension pass these keys on from the selected cell (lab/approval_keys.ts).
+      document.body.dataset.agentcellCellKeys ? h("p", { class: "ac-approval-keys ac-note" }, "y, a or n answer here, or from this cell selected in command mode.") : null,
     );
     const keys: Record<string, () => void> = { y: answer("allow", "once"), a: answer("allow", "always"), n: answer("deny", "once") };
     panel.addEventListener("keydown", (event) => {
