@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
 if TYPE_CHECKING:
     from ..store.base import Store
 
@@ -102,6 +100,8 @@ def rebuild(store: Store, session_id: str, turns: tuple[SavedTurn, ...]) -> int:
     """Append the events of ``turns`` to the log of ``session_id`` (a session just created, its log empty),
     in the order the turns ran, as that session's own; returns how many turns it got. A turn shown twice (a
     cell pasted with its output) counts once; an event no version of agentcell wrote is left out."""
+    from pydantic import ValidationError  # here, not at the top: the kernel starts without the engine
+
     from ..events import event_adapter
     from ..session_fork import rewritten
     from ..store.base import EventRow
