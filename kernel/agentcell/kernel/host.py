@@ -28,6 +28,7 @@ from .notebook_id import NotebookIdentity, NotebookIdentityAnswer, notebook_user
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
+    from ..acp_client import ExternalAgent
     from ..core import Engine
     from ..engine.outcomes import OutcomeSpec
     from ..engine.workflows import WorkflowRun
@@ -180,6 +181,8 @@ class NotebookAgent:
         """Set by ``%tools force NAME…``: the next turn's first requests must call these tools, in order."""
         self.context_source: NotebookContextSource | None = None
         """The code cells and variables each turn takes (set by the extension when it loads)."""
+        self.external: ExternalAgent | None = None
+        """The ACP agent answering this notebook's messages (``%agent acp``); None: agentcell's own engine."""
 
     def _default_renderer(self, session: Session) -> TurnRenderer:
         rate = self.config.max_updates_per_second
@@ -404,6 +407,12 @@ class NotebookAgent:
         # cancels us, the turn's closing events (answered tool calls, the idle status) still reach it, and
         # the session's record of the turn (last_turn) is complete however it ended.
         before = session.last_turn
+        if self.external is not None:
+            from ..acp_client import driver_for
+
+            session.driver = driver_for(self.external)
+        else:
+            session.driver = None
         unsubscribe = session.subscribe(renderer.on_item)
         # The cell the front end is running: running it again replaces its turn on the active path.
         cell_id = current_cell(self.shell).id
@@ -419,7 +428,15 @@ class NotebookAgent:
             ended = session.last_turn
             renderer.close(ended if ended is not before else None)
 
+    def use_external(self, agent: ExternalAgent | None) -> None:
+        """Send this notebook's messages to ``agent`` from the next turn (None: back to agentcell's own
+        engine); the agent used before is stopped."""
+        previous, self.external = self.external, agent
+        if previous is not None and previous is not agent:
+            previous.close()
+
     def close(self) -> None:
+        self.use_external(None)
         engine, self._engine = self._engine, None
         self._session = None
         if engine is not None:

@@ -1,0 +1,67 @@
+"""``%agent acp …`` and ``%agent local``: who answers this notebook's messages.
+
+``%agent acp NAME`` starts one of the agents agentcell knows (``claude``, ``codex``, ``gemini``,
+``agentcell``) at the next turn, ``%agent acp -- COMMAND [ARGS…]`` any other ACP agent; ``%agent acp``
+shows which one answers and its own settings; ``%agent local`` goes back to agentcell's own engine.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import TYPE_CHECKING
+
+from IPython.core.error import UsageError
+
+if TYPE_CHECKING:
+    from ..host import NotebookAgent
+
+__all__ = ["EXTERNAL_HELP", "external_agent"]
+
+EXTERNAL_HELP = (
+    "%agent acp NAME | %agent acp -- COMMAND [ARGS…] | %agent acp | %agent local  an ACP agent answers this "
+    "notebook's messages (NAME: claude, codex, gemini or agentcell), with the same cards, approvals and budget; "
+    "`%agent acp` shows it, `%agent local` returns to agentcell's own engine"
+)
+
+
+def external_agent(host: NotebookAgent, args: list[str]) -> None:
+    """Run ``%agent acp …`` (``args`` after ``acp``) or ``%agent local`` (``args`` None)."""
+    from ...acp_client import KNOWN_AGENTS, ExternalAgent
+
+    if not args:
+        _show(host)
+        return
+    if args[0] == "--":
+        command = args[1:]
+        if not command:
+            raise UsageError("%agent acp --: give the command that starts the agent, e.g. %agent acp -- codex-acp")
+        name = command[0].rsplit("/", 1)[-1]
+    elif len(args) == 1 and args[0] in KNOWN_AGENTS:
+        name = args[0]
+        command = list(KNOWN_AGENTS[name].command)
+    else:
+        known = ", ".join(KNOWN_AGENTS)
+        raise UsageError(f"%agent acp: unknown agent {args[0]!r}; known: {known}, or %agent acp -- COMMAND [ARGS…]")
+    if shutil.which(command[0]) is None:
+        hint = KNOWN_AGENTS[name].install if name in KNOWN_AGENTS and args[0] != "--" else ""
+        raise UsageError(f"%agent acp: {command[0]} is not installed (not on PATH)" + (f"; {hint}" if hint else ""))
+    host.use_external(ExternalAgent(name, command))
+    print(f"{name} answers this notebook's messages from the next one (`%agent local` goes back)")
+
+
+def local_agent(host: NotebookAgent) -> None:
+    was = host.external
+    host.use_external(None)
+    print(f"agentcell's own engine answers again{f' ({was.name} stopped)' if was is not None else ''}")
+
+
+def _show(host: NotebookAgent) -> None:
+    agent = host.external
+    if agent is None:
+        print("agentcell's own engine answers this notebook; `%agent acp NAME` hands it to an ACP agent")
+        return
+    state = "running" if agent.running else "starts at the next message"
+    print(f"{agent.agent_info} answers this notebook ({' '.join(agent.command)}; {state})")
+    for option in agent.options:
+        values = ", ".join(getattr(o, "value", "?") for o in option.options)
+        print(f"  {option.id} = {option.current_value}  ({values})")
