@@ -6,8 +6,11 @@ Stop sending ``session/cancel``; agents that fail to start or break off mid-turn
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import sys
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -81,8 +84,9 @@ def test_a_text_turn_streams_thinking_and_text_then_local_answers_again(
     assert sorted(t for t, _ in first if t.startswith("agent.")) == ["agent.message", "agent.thinking"]
     assert [p["thinking"] for t, p in first if t == "agent.thinking"] == ["The user greets me."]
     assert [p["content"][0]["text"] for t, p in first if t == "agent.message"] == [reply]
-    assert "span.model_request_start" not in [t for t, _ in first]  # no request of the kernel's own
-    assert "span.model_request_start" in [t for t, _ in second]
+    # the agent's turn is the turn's one request (the cost meter counts it); the next is the kernel's own
+    assert [p["model"] for t, p in first if t == "span.model_request_start"] == ["acp:agentcell"]
+    assert [p["model"] for t, p in second if t == "span.model_request_start"] == [kernel_env["AGENTCELL_MODEL"]]
     assert [p["stop_reason"]["type"] for t, p in events if t == "session.status_idle"] == ["end_turn", "end_turn"]
 
 
@@ -244,3 +248,49 @@ def test_agents_that_are_missing_fail_to_start_or_exit_mid_turn_fail_the_cell_no
         assert execute(kc, "%agent local").status == "ok"
         assert execute(kc, "%%python\n6 * 7").displays[0]["text/plain"] == "42"  # the kernel is alive and answers
         assert km.is_alive()
+
+
+def test_the_budget_cancels_the_agents_turn_and_its_settings_are_set_from_the_notebook(
+    kernel_env: dict[str, str], notebook: Path, tmp_path: Path
+) -> None:
+    read = {"steps": [{"kind": "tool_call", "name": "read_file", "input": {"path": "notes.txt"}}]}
+    script = tmp_path / "s.json"
+    script.write_text(
+        json.dumps(
+            {
+                "responses": [_text("Cheap."), read, _text("Never sent: the budget stopped the turn.")],
+                "pricing": {"input_mtok": 1000, "output_mtok": 1000},
+            }
+        )
+    )
+    kernel_env["AGENTCELL_MODEL"] = f"scripted:{script}"
+    with running_kernel(kernel_env, cwd=notebook) as (km, kc):
+        execute(kc, "%config AgentCell.renderer = 'markdown'")
+        execute(kc, "%agent acp agentcell")
+        cheap = execute(kc, "hello", timeout=90)
+        assert cheap.status == "ok"
+        meter = re.search(r"turn \\\$([0-9.]+) · session \\\$([0-9.]+)", cheap.final_markdown)
+        assert meter is not None and meter[1] == meter[2] and Decimal(meter[1]) > 0  # the turn's cost is shown
+        asked = execute(kc, "%agent acp set permission read-only")
+        assert asked.status == "ok" and "permission = read-only from the next message" in asked.stdout
+        wrong = execute(kc, "%agent acp set permission lenient")
+        assert wrong.status == "error" and "one of read-only, workspace-write" in wrong.reply["evalue"]
+        spent = _spent(kc)
+        assert spent > 0  # the agent's reported cost is the session's usage
+        execute(kc, f"%budget {spent + Decimal('0.000001')}")
+        capped = execute(kc, "read the notes", timeout=90)
+        assert capped.status == "ok"
+        assert "permission = read-only" in execute(kc, "%agent acp").stdout
+        session_id = _kernel_session(kc)
+        assert km.is_alive()
+    events = _events(kernel_env["AGENTCELL_DB"])
+    ours = [(t, p) for s, t, p in events if s == session_id]
+    assert [p["stop_reason"]["type"] for t, p in ours if t == "session.status_idle"] == ["end_turn", "budget_reached"]
+    theirs = [(t, p) for s, t, p in events if s != session_id]
+    assert [p["stop_reason"]["type"] for t, p in theirs if t == "session.status_idle"] == ["end_turn", "interrupted"]
+    assert "Never sent" not in str(theirs)
+
+
+def _spent(kc: Any) -> Decimal:
+    shown = execute(kc, "%%python\nprint(__agentcell__.session.usage.spent)")
+    return Decimal(shown.stdout.strip())

@@ -106,6 +106,8 @@ class ExternalAgent:
         self.options: list[SessionConfigOptionSelect] = []
         """The agent's own settings (model, mode…) as it last listed them."""
         self.agent_info: str = name
+        self.pending: dict[str, str] = {}
+        """Settings asked for (``%agent acp set``) and not yet sent: sent before the next prompt."""
         self.reported_cost: Decimal | None = None
         """The agent's cumulative cost for its session, as it last reported it."""
         self._stderr: IO[bytes] | None = None
@@ -187,6 +189,22 @@ class ExternalAgent:
 
     # ------------------------------------------------------------------------------------------ settings
 
+    def want(self, config_id: str, value: str) -> None:
+        """Ask for one of the agent's own settings; sent before its next prompt (a magic cannot await)."""
+        known = {o.id: o for o in self.options}
+        if known and config_id not in known:
+            raise ExternalAgentError(f"{self.name} has no setting {config_id!r}; it has {', '.join(known)}")
+        if config_id in known and (values := _values(known[config_id])) and value not in values:
+            raise ExternalAgentError(f"{self.name}'s {config_id} is one of {', '.join(values)}, not {value!r}")
+        self.pending[config_id] = value
+
+    async def apply_pending(self) -> None:
+        """Send the settings asked for since the last prompt."""
+        while self.pending:
+            config_id, value = next(iter(self.pending.items()))
+            del self.pending[config_id]
+            await self.set_option(config_id, value)
+
     async def set_option(self, config_id: str, value: str) -> None:
         if self.conn is None or self.session_id is None:
             raise ExternalAgentError(f"{self.name} is not running yet; its settings are listed after its first turn")
@@ -225,6 +243,16 @@ class ExternalAgent:
         loop = self._loop
         if loop is not None and loop.is_running():
             loop.call_soon_threadsafe(lambda: loop.create_task(self.aclose()))
+
+
+def _values(option: SessionConfigOptionSelect) -> list[str]:
+    """The values a select offers (flat, or in groups)."""
+    values: list[str] = []
+    for entry in option.options:
+        if isinstance(value := getattr(entry, "value", None), str):
+            values.append(value)
+        values += [o.value for o in getattr(entry, "options", [])]
+    return values
 
 
 async def _stop(process: asyncio.subprocess.Process) -> None:

@@ -31,6 +31,8 @@ from ..events import (
     ImageBlock,
     Interrupted,
     SessionError,
+    SpanModelRequestEnd,
+    SpanModelRequestStart,
     StopReason,
     TextBlock,
     UserMessage,
@@ -62,12 +64,17 @@ class ExternalDriver:
         agent, log = self.agent, scope.log
         try:
             conn = await agent.ensure(scope.deps.workspace)
+            await agent.apply_pending()  # %agent acp set, since the last turn
         except ExternalAgentError as exc:
             return _failed(scope, str(exc))
         assert agent.session_id is not None
         session_id = agent.session_id
         updates = TurnUpdates(log, agent.reported_cost)
         turn = agent.turn = AgentTurn(agent.name, log, scope.deps, updates)
+        # The agent's turn is the turn's one "model request": the cost meter and the stats count it.
+        span = log.make(SpanModelRequestStart, model=f"acp:{agent.name}")
+        log.emit(span)
+        ended: str | None = None
         prompt = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=_prompt(self.first)))
         budget = asyncio.ensure_future(updates.over_budget.wait())
         try:
@@ -77,6 +84,7 @@ class ExternalDriver:
                 updates.end(interrupted=True, reason="the session's budget was reached")
                 return BudgetReached()
             response: PromptResponse = prompt.result()
+            ended = response.stop_reason
         except asyncio.CancelledError:
             await _cancel(conn, session_id, prompt)
             updates.end(interrupted=True)
@@ -88,6 +96,10 @@ class ExternalDriver:
             budget.cancel()
             agent.turn = None
             agent.reported_cost = updates.reported_cost
+            end = log.make(
+                SpanModelRequestEnd, model_request_start_id=span.id, model_usage=updates.spent, stop_reason=ended
+            )
+            log.emit(end)
         updates.end()
         for refused in turn.refused:  # the agent was told; the user sees it too
             message = f"{agent.name} was refused {refused}"

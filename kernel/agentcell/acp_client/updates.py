@@ -61,6 +61,8 @@ class TurnUpdates:
         """What each of this turn's tool calls said of itself (title, kind, raw input), for approvals."""
         self.reported_cost = reported_cost
         """The agent's cumulative cost as last reported (its usage updates carry the session's total)."""
+        self.spent = Usage()
+        """What this turn cost, as the agent reported it."""
         self.over_budget = asyncio.Event()
         """Set when the agent's reported cost reached the session's budget: the turn is cancelled."""
 
@@ -85,7 +87,9 @@ class TurnUpdates:
                 spent = total - (self.reported_cost or Decimal(0))
                 self.reported_cost = total
                 if spent > 0:
-                    self.log.add_usage(Usage(list_cost=spent, uncached_cost=spent))
+                    usage = Usage(list_cost=spent, uncached_cost=spent)
+                    self.spent = self.spent + usage
+                    self.log.add_usage(usage)
                     room = self.log.budget_room()
                     if room is not None and room <= 0:
                         self.over_budget.set()

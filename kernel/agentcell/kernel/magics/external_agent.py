@@ -2,7 +2,8 @@
 
 ``%agent acp NAME`` starts one of the agents agentcell knows (``claude``, ``codex``, ``gemini``,
 ``agentcell``) at the next turn, ``%agent acp -- COMMAND [ARGS…]`` any other ACP agent; ``%agent acp``
-shows which one answers and its own settings; ``%agent local`` goes back to agentcell's own engine.
+shows which one answers and its own settings (model, mode…), ``%agent acp set ID VALUE`` changes one before
+the next message; ``%agent local`` goes back to agentcell's own engine.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ if TYPE_CHECKING:
 __all__ = ["EXTERNAL_HELP", "external_agent"]
 
 EXTERNAL_HELP = (
-    "%agent acp NAME | %agent acp -- COMMAND [ARGS…] | %agent acp | %agent local  an ACP agent answers this "
-    "notebook's messages (NAME: claude, codex, gemini or agentcell), with the same cards, approvals and budget; "
-    "`%agent acp` shows it, `%agent local` returns to agentcell's own engine"
+    "%agent acp NAME | %agent acp -- COMMAND [ARGS…] | %agent acp [set ID VALUE] | %agent local  an ACP agent "
+    "answers this notebook's messages (NAME: claude, codex, gemini or agentcell), with the same cards, approvals "
+    "and budget; `%agent acp` shows it and its own settings, `set` changes one, `%agent local` returns to "
+    "agentcell's own engine"
 )
 
 
@@ -30,6 +32,9 @@ def external_agent(host: NotebookAgent, args: list[str]) -> None:
 
     if not args:
         _show(host)
+        return
+    if args[0] == "set":
+        _set(host, args[1:])
         return
     if args[0] == "--":
         command = args[1:]
@@ -53,6 +58,21 @@ def local_agent(host: NotebookAgent) -> None:
     was = host.external
     host.use_external(None)
     print(f"agentcell's own engine answers again{f' ({was.name} stopped)' if was is not None else ''}")
+
+
+def _set(host: NotebookAgent, args: list[str]) -> None:
+    from ...errors import ExternalAgentError
+
+    agent = host.external
+    if agent is None:
+        raise UsageError("%agent acp set: no ACP agent answers this notebook; choose one with %agent acp NAME")
+    if len(args) != 2:
+        raise UsageError("%agent acp set ID VALUE: one of the agent's settings (`%agent acp` lists them)")
+    try:
+        agent.want(args[0], args[1])
+    except ExternalAgentError as exc:
+        raise UsageError(f"%agent acp set: {exc}") from None
+    print(f"{agent.name}: {args[0]} = {args[1]} from the next message")
 
 
 def _show(host: NotebookAgent) -> None:
