@@ -294,3 +294,31 @@ def test_the_budget_cancels_the_agents_turn_and_its_settings_are_set_from_the_no
 def _spent(kc: Any) -> Decimal:
     shown = execute(kc, "%%python\nprint(__agentcell__.session.usage.spent)")
     return Decimal(shown.stdout.strip())
+
+
+def test_a_restarted_kernel_goes_on_with_the_same_agent_and_loads_its_session(
+    kernel_env: dict[str, str], notebook: Path, tmp_path: Path
+) -> None:
+    kernel_env["AGENTCELL_MODEL"] = write_script(tmp_path / "s.json", [_text("Noted: kiwi.")])
+    with running_kernel(kernel_env, cwd=notebook) as (km, kc):
+        execute(kc, "%config AgentCell.renderer = 'markdown'")
+        execute(kc, "%agent acp agentcell")
+        assert "Noted: kiwi." in execute(kc, "The word is kiwi.", timeout=90).final_markdown
+        session_id = _kernel_session(kc)
+        km.restart_kernel(now=True)
+        kc.wait_for_ready(timeout=60)
+        shown = execute(kc, "%agent acp")
+        assert "agentcell" in shown.stdout and "starts at the next message" in shown.stdout
+        execute(kc, "%config AgentCell.renderer = 'markdown'")
+        again = execute(kc, "What was the word?", timeout=90)
+        assert again.status == "ok" and "Noted: kiwi." in again.final_markdown  # a new agent process
+        assert _kernel_session(kc) == session_id
+        assert "own engine answers again" in execute(kc, "%agent local").stdout
+        km.restart_kernel(now=True)
+        kc.wait_for_ready(timeout=60)
+        assert "agentcell's own engine answers this notebook" in execute(kc, "%agent acp").stdout
+    events = _events(kernel_env["AGENTCELL_DB"])
+    theirs = {s for s, _, _ in events if s != session_id}
+    assert len(theirs) == 1  # the restarted kernel's agent loaded the session the first one made
+    prompts = [p["content"][0]["text"] for s, t, p in events if s in theirs and t == "user.message"]
+    assert [p.strip() for p in prompts] == ["The word is kiwi.", "What was the word?"]

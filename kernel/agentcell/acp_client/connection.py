@@ -92,12 +92,16 @@ class _Client:
 class ExternalAgent:
     """An ACP agent started as ``command`` in the notebook's folder, for the notebook's turns."""
 
-    def __init__(self, name: str, command: Sequence[str], *, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, name: str, command: Sequence[str], *, env: dict[str, str] | None = None, resume: str | None = None
+    ) -> None:
         if not command:
             raise ExternalAgentError("no command to start the agent with")
         self.name = name
         self.command = list(command)
         self.env = env
+        self.resume = resume
+        """The agent's session of an earlier kernel, loaded at start when the agent can (``loadSession``)."""
         self.turn: AgentTurn | None = None
         """The turn the agent's updates and requests go to, while one runs."""
         self.session_id: str | None = None
@@ -155,8 +159,18 @@ class ExternalAgent:
             )
             if initialized.agent_info is not None:
                 self.agent_info = f"{initialized.agent_info.name} {initialized.agent_info.version}"
-            session = await self._answer(conn.new_session(cwd=str(workspace), mcp_servers=[]), "session/new")
-            self.session_id = session.session_id
+            capabilities_of = initialized.agent_capabilities
+            session: Any = None
+            if self.resume and capabilities_of is not None and capabilities_of.load_session:
+                # Its replay of the conversation reaches no turn (none is bound): the notebook shows it already.
+                with contextlib.suppress(ExternalAgentError):
+                    loading = conn.load_session(cwd=str(workspace), session_id=self.resume, mcp_servers=[])
+                    session = await self._answer(loading, "session/load")
+                    self.session_id = self.resume
+            if session is None:
+                session = await self._answer(conn.new_session(cwd=str(workspace), mcp_servers=[]), "session/new")
+                self.session_id = session.session_id
+            self.resume = None
             self.options = [o for o in session.config_options or [] if isinstance(o, SessionConfigOptionSelect)]
             self.reported_cost = None
         except BaseException:

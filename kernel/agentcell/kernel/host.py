@@ -181,8 +181,8 @@ class NotebookAgent:
         """Set by ``%tools force NAME…``: the next turn's first requests must call these tools, in order."""
         self.context_source: NotebookContextSource | None = None
         """The code cells and variables each turn takes (set by the extension when it loads)."""
-        self.external: ExternalAgent | None = None
-        """The ACP agent answering this notebook's messages (``%agent acp``); None: agentcell's own engine."""
+        self._external: ExternalAgent | None = None
+        self._external_restored = False
 
     def _default_renderer(self, session: Session) -> TurnRenderer:
         rate = self.config.max_updates_per_second
@@ -407,10 +407,11 @@ class NotebookAgent:
         # cancels us, the turn's closing events (answered tool calls, the idle status) still reach it, and
         # the session's record of the turn (last_turn) is complete however it ended.
         before = session.last_turn
-        if self.external is not None:
+        external = self.external
+        if external is not None:
             from ..acp_client import driver_for
 
-            session.driver = driver_for(self.external)
+            session.driver = driver_for(external)
         else:
             session.driver = None
         unsubscribe = session.subscribe(renderer.on_item)
@@ -427,16 +428,40 @@ class NotebookAgent:
             unsubscribe()
             ended = session.last_turn
             renderer.close(ended if ended is not before else None)
+            if external is not None:
+                from .acp_choice import remember_session
+
+                remember_session(session, external)
+
+    @property
+    def external(self) -> ExternalAgent | None:
+        """The ACP agent answering this notebook's messages (``%agent acp``); None: agentcell's own engine.
+        A restarted kernel takes up the notebook's earlier choice (``acp_choice.py``)."""
+        if not self._external_restored:
+            self._external_restored = True
+            from .acp_choice import restored_choice
+
+            self._external = restored_choice(self.session)
+        return self._external
 
     def use_external(self, agent: ExternalAgent | None) -> None:
         """Send this notebook's messages to ``agent`` from the next turn (None: back to agentcell's own
-        engine); the agent used before is stopped."""
-        previous, self.external = self.external, agent
+        engine), remembered in the session for a restarted kernel; the agent used before is stopped."""
+        from .acp_choice import forget_choice, remember_choice
+
+        previous = self.external
+        self._external = agent
         if previous is not None and previous is not agent:
             previous.close()
+        if agent is None:
+            forget_choice(self.session)
+        else:
+            remember_choice(self.session, agent)
 
     def close(self) -> None:
-        self.use_external(None)
+        external, self._external = self._external, None
+        if external is not None:
+            external.close()
         engine, self._engine = self._engine, None
         self._session = None
         if engine is not None:
