@@ -322,3 +322,37 @@ def test_a_restarted_kernel_goes_on_with_the_same_agent_and_loads_its_session(
     assert len(theirs) == 1  # the restarted kernel's agent loaded the session the first one made
     prompts = [p["content"][0]["text"] for s, t, p in events if s in theirs and t == "user.message"]
     assert [p.strip() for p in prompts] == ["The word is kiwi.", "What was the word?"]
+
+
+def test_an_always_answer_holds_for_the_agents_next_call_of_the_same_command(
+    kernel_env: dict[str, str], notebook: Path, tmp_path: Path
+) -> None:
+    log = notebook / "log.txt"
+    command = f"echo again >> {log}"
+    kernel_env["AGENTCELL_MODEL"] = write_script(
+        tmp_path / "s.json", [_bash(command), _text("Once."), _bash(command), _text("Twice.")]
+    )
+    km, kc = start_new_kernel(kernel_name="agentcell", env=kernel_env, cwd=str(notebook), startup_timeout=60)
+    try:
+        d = TurnDriver(kc)
+        d.execute("%agent acp agentcell")
+        d.until_idle()
+        d.execute("Log it.")
+        d.until(lambda m: d.comm_id is not None, 60)
+        d.announce()
+        request = d.until_item("widget.approval_request", 60)
+        d.send({"type": "approval", "tool_use_id": request["tool_use_id"], "result": "allow", "remember": "always"})
+        d.until_idle(60)
+        assert [c["remember"] for c in d.final_state if c["type"] == "user.tool_confirmation"] == ["always"]
+        d.execute("Log it again.")
+        d.until(lambda m: d.comm_id is not None, 60)
+        d.announce()
+        d.until_idle(60)
+        state = d.final_state
+        assert not [i for i in state if i["type"] == "widget.approval_request"]  # nobody was asked
+        [result] = [i for i in state if i["type"] == "agent.tool_result"]
+        assert not result["is_error"]
+        assert log.read_text() == "again\nagain\n"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
