@@ -117,7 +117,7 @@ def test_a_permission_request_is_the_widgets_approval_granted_then_refused(
             d.until(lambda m: d.comm_id is not None, 60)
             assert d.announce()["approvals"] is True
             request = d.until_item("widget.approval_request", 60)
-            assert "agentcell asks to run" in request["reason"]
+            assert "agentcell (an external agent) asks before this call" in request["reason"]
             d.send({"type": "approval", "tool_use_id": request["tool_use_id"], "result": answer, "remember": "once"})
             result = d.until_item("agent.tool_result", 60, tool_use_id=request["tool_use_id"])
             d.until_idle(60)

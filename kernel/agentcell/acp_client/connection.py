@@ -110,6 +110,8 @@ class ExternalAgent:
         self.options: list[SessionConfigOptionSelect] = []
         """The agent's own settings (model, mode…) as it last listed them."""
         self.agent_info: str = name
+        self.label = name
+        """What the user is told the agent is called: its own name once it said it, else the one chosen."""
         self.pending: dict[str, str] = {}
         """Settings asked for (``%agent acp set``) and not yet sent: sent before the next prompt."""
         self.reported_cost: Decimal | None = None
@@ -157,8 +159,9 @@ class ExternalAgent:
                 conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities, client_info=info),
                 "initialize",
             )
-            if initialized.agent_info is not None:
-                self.agent_info = f"{initialized.agent_info.name} {initialized.agent_info.version}"
+            if (info_of := initialized.agent_info) is not None:
+                self.agent_info = f"{info_of.name} {info_of.version}"
+                self.label = info_of.title or info_of.name
             capabilities_of = initialized.agent_capabilities
             session: Any = None
             if self.resume and capabilities_of is not None and capabilities_of.load_session:

@@ -70,7 +70,7 @@ class ExternalDriver:
         assert agent.session_id is not None
         session_id = agent.session_id
         updates = TurnUpdates(log, agent.reported_cost)
-        turn = agent.turn = AgentTurn(agent.name, log, scope.deps, updates)
+        turn = agent.turn = AgentTurn(agent.label, log, scope.deps, updates)
         # The agent's turn is the turn's one "model request": the cost meter and the stats count it.
         span = log.make(SpanModelRequestStart, model=f"acp:{agent.name}")
         log.emit(span)
@@ -102,7 +102,7 @@ class ExternalDriver:
             log.emit(end)
         updates.end()
         for refused in turn.refused:  # the agent was told; the user sees it too
-            message = f"{agent.name} was refused {refused}"
+            message = f"{agent.label} was refused {refused}"
             log.emit(log.make(SessionError, error=ErrorInfo(type="external_agent_refused", message=message)))
         return _stop(response)
 

@@ -61,7 +61,7 @@ class AgentTurn:
         )
         request = ApprovalRequest(
             call=call,
-            reason=f"{self.agent_name} asks to run: {use.name}",
+            reason=f"{self.agent_name} (an external agent) asks before this call",
             keys=(f"acp:{kind}:{use.name}",),
             preset=preset,
         )
