@@ -124,7 +124,8 @@ class TurnUpdates:
     def _start_tool(self, call: ToolCallStart) -> None:
         self.close_text()
         self._calls[call.tool_call_id] = call
-        raw = call.raw_input if isinstance(call.raw_input, dict) else {"input": call.raw_input}
+        raw = call.raw_input
+        raw = raw if isinstance(raw, dict) else {} if raw is None else {"input": raw}
         extra: dict[str, Any] = {"kind": call.kind} if call.kind else {}
         if call.locations:
             extra["locations"] = [loc.path for loc in call.locations]
