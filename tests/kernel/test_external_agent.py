@@ -356,3 +356,50 @@ def test_an_always_answer_holds_for_the_agents_next_call_of_the_same_command(
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_a_recorded_exchange_replays_with_no_agent_installed(
+    kernel_env: dict[str, str], notebook: Path, tmp_path: Path
+) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "my-agent"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m agentcell.cli acp "$@"\n')
+    wrapper.chmod(0o755)
+    reply = "Recorded once, replayed anywhere."
+    kernel_env["AGENTCELL_MODEL"] = write_script(
+        tmp_path / "s.json", [_text(reply, chunk_size=3), _bash("echo never run"), _text("Refused.")]
+    )
+    recorded = {**kernel_env, "AGENTCELL_REPLAY": "record", "PATH": f"{bin_dir}{os.pathsep}{kernel_env['PATH']}"}
+    with running_kernel(recorded, cwd=notebook) as (_, kc):
+        execute(kc, "%config AgentCell.renderer = 'markdown'")
+        execute(kc, "%agent acp -- my-agent")
+        live = execute(kc, "Say it.", timeout=90)
+        assert live.status == "ok" and reply in live.final_markdown
+        # nobody can approve here: the agent's bash call is refused, its card and all recorded too
+        refused = execute(kc, "Run something.", timeout=90)
+        assert refused.status == "ok" and "Refused." in refused.final_markdown
+    lines = (notebook / "notebook.agentcell-acp.jsonl").read_text().splitlines()
+    assert len(lines) == 3 and reply in lines[1]
+
+    agents_before = {s for s, _, _ in _events(kernel_env["AGENTCELL_DB"])}
+    replayed_env = {**kernel_env, "AGENTCELL_REPLAY": "replay", "AGENTCELL_MODEL": "scripted"}
+    with running_kernel(replayed_env, cwd=notebook) as (km, kc):
+        execute(kc, "%config AgentCell.renderer = 'markdown'")
+        chosen = execute(kc, "%agent acp -- my-agent")
+        assert chosen.status == "ok" and "replayed from the notebook's recording" in chosen.stdout
+        again = execute(kc, "Say it.", timeout=60)
+        assert again.status == "ok"
+        shown, footer = again.final_markdown.split("<sub>")
+        assert shown == live.final_markdown.split("<sub>")[0]  # the same turn, to the character
+        assert "replayed from the notebook's recording" in footer
+        card = execute(kc, "Run something.", timeout=60)
+        assert card.status == "ok" and "Refused." in card.final_markdown and "echo never run" in card.final_markdown
+        missing = execute(kc, "Something new.", timeout=60)
+        assert (
+            missing.status == "error"
+            and "not recorded: my-agent's answer to 'Something new.'" in missing.reply["evalue"]
+        )
+        assert km.is_alive()
+    # no agent ran: no session of its own was made (the kernel goes on with the notebook's)
+    assert {s for s, _, _ in _events(kernel_env["AGENTCELL_DB"])} == agents_before

@@ -38,6 +38,7 @@ from ..events import (
     UserMessage,
 )
 from .connection import ExternalAgent
+from .recording import ExchangeEntry, ExchangeReplay
 from .turn import AgentTurn
 from .updates import TurnUpdates
 
@@ -50,9 +51,12 @@ CANCEL_GRACE = 5.0
 class ExternalDriver:
     """A :class:`~agentcell.engine.drivers.TurnDriver` whose work is the external agent's turn."""
 
-    def __init__(self, agent: ExternalAgent, first: UserMessage) -> None:
+    def __init__(self, agent: ExternalAgent, first: UserMessage, replay: ExchangeReplay | None = None) -> None:
         self.agent = agent
         self.first = first
+        self.replay = replay
+        self.text = "".join(b.text for b in first.content if isinstance(b, TextBlock)).strip()
+        """What a recorded exchange is looked up by: the message's own text (not the notebook's context)."""
 
     def before_opening(self) -> None:
         pass
@@ -61,7 +65,14 @@ class ExternalDriver:
         return None
 
     async def drive(self, scope: TurnScope) -> StopReason:
-        agent, log = self.agent, scope.log
+        agent, log, replay = self.agent, scope.log, self.replay
+        if replay is not None and replay.mode in ("replay", "auto"):
+            if (entry := replay.recording.take(agent.name, self.text)) is not None:
+                return await self._replayed(scope, entry)
+            if replay.mode == "replay":
+                where = replay.recording.path.name
+                return _failed(scope, f"not recorded: {agent.name}'s answer to {self.text[:80]!r} is not in {where}; "
+                               "`%replay auto` asks the agent itself, `%record` re-records")  # fmt: skip
         try:
             conn = await agent.ensure(scope.deps.workspace)
             await agent.apply_pending()  # %agent acp set, since the last turn
@@ -70,6 +81,9 @@ class ExternalDriver:
         assert agent.session_id is not None
         session_id = agent.session_id
         updates = TurnUpdates(log, agent.reported_cost)
+        recording = replay is not None and replay.mode == "record"
+        if recording:
+            updates.seen = []
         turn = agent.turn = AgentTurn(agent.label, log, scope.deps, updates)
         # The agent's turn is the turn's one "model request": the cost meter and the stats count it.
         span = log.make(SpanModelRequestStart, model=f"acp:{agent.name}")
@@ -101,10 +115,33 @@ class ExternalDriver:
             )
             log.emit(end)
         updates.end()
+        if recording and replay is not None and updates.seen is not None:
+            replay.recording.append(agent.name, self.text, updates.seen, response.stop_reason)
         for refused in turn.refused:  # the agent was told; the user sees it too
             message = f"{agent.label} was refused {refused}"
             log.emit(log.make(SessionError, error=ErrorInfo(type="external_agent_refused", message=message)))
         return _stop(response)
+
+    async def _replayed(self, scope: TurnScope, entry: ExchangeEntry) -> StopReason:
+        """The recorded exchange played into the turn, the agent not started: the same events again."""
+        log, agent = scope.log, self.agent
+        updates = TurnUpdates(log, agent.reported_cost)
+        span = log.make(SpanModelRequestStart, model=f"acp:{agent.name}")
+        log.emit(span)
+        try:
+            for update in entry.parsed():
+                updates.apply(update)
+                await asyncio.sleep(0)  # let interrupts and the renderer in, as the agent's pipe would
+        except asyncio.CancelledError:
+            updates.end(interrupted=True)
+            raise
+        finally:
+            agent.reported_cost = updates.reported_cost
+            end = log.make(SpanModelRequestEnd, model_request_start_id=span.id, model_usage=updates.spent,
+                           stop_reason=entry.stop_reason, source="replay")  # fmt: skip
+            log.emit(end)
+        updates.end()
+        return _stop(PromptResponse.model_validate({"stopReason": entry.stop_reason}))
 
     async def _broken(self, exc: BaseException) -> str:
         """What broke: the agent's process ended (its status and the end of its stderr), or it answered
@@ -159,11 +196,13 @@ def _prompt(message: UserMessage) -> list[Any]:
     return blocks
 
 
-def driver_for(agent: ExternalAgent) -> Any:
+def driver_for(agent: ExternalAgent, replay: ExchangeReplay | None = None) -> Any:
     """What ``TurnDeps.driver`` calls: the agent's driver for a notebook message, None for anything else (an
     outcome, a workflow run, a custom tool's answer stay the engine's own)."""
 
     def choose(first: Event) -> ExternalDriver | None:
-        return ExternalDriver(agent, first) if isinstance(first, UserMessage) and not first.steered else None
+        if isinstance(first, UserMessage) and not first.steered:
+            return ExternalDriver(agent, first, replay)
+        return None
 
     return choose

@@ -61,6 +61,8 @@ class TurnUpdates:
         """What each of this turn's tool calls said of itself (title, kind, raw input), for approvals."""
         self.reported_cost = reported_cost
         """The agent's cumulative cost as last reported (its usage updates carry the session's total)."""
+        self.seen: list[Any] | None = None
+        """Every update of the turn, in order, when the exchange is being recorded."""
         self.spent = Usage()
         """What this turn cost, as the agent reported it."""
         self.over_budget = asyncio.Event()
@@ -69,6 +71,8 @@ class TurnUpdates:
     # ------------------------------------------------------------------------------------------ updates
 
     def apply(self, update: Any) -> None:
+        if self.seen is not None:
+            self.seen.append(update)
         match update:
             case AgentMessageChunk(content=TextContentBlock(text=text)):
                 self._stream("agent.message", text)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
     from ..acp_client import ExternalAgent
+    from ..acp_client.recording import ExchangeReplay
     from ..core import Engine
     from ..engine.outcomes import OutcomeSpec
     from ..engine.workflows import WorkflowRun
@@ -183,6 +184,7 @@ class NotebookAgent:
         """The code cells and variables each turn takes (set by the extension when it loads)."""
         self._external: ExternalAgent | None = None
         self._external_restored = False
+        self._exchange_replay: ExchangeReplay | None = None
 
     def _default_renderer(self, session: Session) -> TurnRenderer:
         rate = self.config.max_updates_per_second
@@ -411,7 +413,7 @@ class NotebookAgent:
         if external is not None:
             from ..acp_client import driver_for
 
-            session.driver = driver_for(external)
+            session.driver = driver_for(external, self.exchange_replay)
         else:
             session.driver = None
         unsubscribe = session.subscribe(renderer.on_item)
@@ -443,6 +445,16 @@ class NotebookAgent:
 
             self._external = restored_choice(self.session)
         return self._external
+
+    @property
+    def exchange_replay(self) -> ExchangeReplay | None:
+        """The external agent's exchange under the notebook's replay mode (None without a notebook)."""
+        replayer = self.engine.replay
+        if replayer is not None and (self._exchange_replay is None or self._exchange_replay.replayer is not replayer):
+            from ..acp_client.recording import ExchangeReplay
+
+            self._exchange_replay = ExchangeReplay(replayer)
+        return self._exchange_replay if replayer is not None else None
 
     def use_external(self, agent: ExternalAgent | None) -> None:
         """Send this notebook's messages to ``agent`` from the next turn (None: back to agentcell's own

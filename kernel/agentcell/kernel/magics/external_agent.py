@@ -47,11 +47,20 @@ def external_agent(host: NotebookAgent, args: list[str]) -> None:
     else:
         known = ", ".join(KNOWN_AGENTS)
         raise UsageError(f"%agent acp: unknown agent {args[0]!r}; known: {known}, or %agent acp -- COMMAND [ARGS…]")
-    if shutil.which(command[0]) is None:
+    replays = _replays(host, name)
+    if shutil.which(command[0]) is None and not replays:
         hint = KNOWN_AGENTS[name].install if name in KNOWN_AGENTS and args[0] != "--" else ""
         raise UsageError(f"%agent acp: {command[0]} is not installed (not on PATH)" + (f"; {hint}" if hint else ""))
     host.use_external(ExternalAgent(name, command))
     print(f"{name} answers this notebook's messages from the next one (`%agent local` goes back)")
+    if replays and shutil.which(command[0]) is None:
+        print(f"{command[0]} is not installed here: its turns are replayed from the notebook's recording")
+
+
+def _replays(host: NotebookAgent, name: str) -> bool:
+    """Whether the notebook's recording answers ``name``'s turns in the current replay mode."""
+    replay = host.exchange_replay
+    return replay is not None and replay.mode in ("replay", "auto") and replay.recording.knows(name)
 
 
 def local_agent(host: NotebookAgent) -> None:
