@@ -12,10 +12,13 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from jupyter_client.manager import start_new_kernel
 
 from ..providers.conftest import Recorded, Reply, SSEServer, json_reply, sse_reply
+from ..widgets.conftest import TurnDriver
 from .conftest import execute, running_kernel
 
 pytestmark = pytest.mark.slow
@@ -27,12 +30,37 @@ if not (AGENTS / "claude-agent-acp").exists():
 TEXT = "Héllo, wörld — 日本語で こんにちは 🎉!"
 
 
+def _sse(events: list[tuple[str, dict[str, Any]]], **reply: Any) -> Reply:
+    body = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
+    return Reply(body=body, headers={"content-type": "text/event-stream"}, **reply)
+
+
+def _start(message_id: str) -> tuple[str, dict[str, Any]]:
+    return ("message_start", {"type": "message_start", "message": {
+        "id": message_id, "type": "message", "role": "assistant", "model": "claude-sonnet-4-6", "content": [],
+        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}})  # fmt: skip
+
+
+def _write_call(path: Path, content: str) -> Reply:
+    """A Messages API stream whose answer is one call of Claude Code's Write tool."""
+    arguments = json.dumps({"file_path": str(path), "content": content})
+    return _sse([
+        _start("msg_write"),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+            "type": "tool_use", "id": "toolu_write1", "name": "Write", "input": {}}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+            "type": "input_json_delta", "partial_json": arguments}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                           "usage": {"output_tokens": 20}}),
+        ("message_stop", {"type": "message_stop"}),
+    ])  # fmt: skip
+
+
 def _long_reply(words: int) -> Reply:
     """A Messages API stream of ``words`` text deltas, written slowly: long enough to press Stop in."""
     events = [
-        ("message_start", {"type": "message_start", "message": {
-            "id": "msg_long", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6", "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        _start("msg_long"),
         ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text",
                                                                                               "text": ""}}),
         *[("content_block_delta", {"type": "content_block_delta", "index": 0,
@@ -42,8 +70,7 @@ def _long_reply(words: int) -> Reply:
                            "usage": {"output_tokens": words}}),
         ("message_stop", {"type": "message_stop"}),
     ]  # fmt: skip
-    body = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
-    return Reply(body=body, headers={"content-type": "text/event-stream"}, chunk_size=400, pause=0.05)
+    return _sse(events, chunk_size=400, pause=0.05)
 
 
 @pytest.fixture
@@ -109,3 +136,42 @@ def test_claude_code_answers_a_notebook_turn_and_stop_cancels_it(
         assert execute(kc, "Say hello again.", timeout=120).status == "ok"
         after = execute(kc, "Say hello once more.", timeout=120)
         assert after.status == "ok" and TEXT in after.final_markdown
+
+
+def test_claude_codes_file_write_waits_for_the_widgets_approval(claude_env: dict[str, str], server: SSEServer) -> None:
+    folder = Path(claude_env["JPY_SESSION_NAME"]).parent
+    target = folder / "hello.txt"
+
+    def answer(request: Recorded) -> Reply:
+        if "count_tokens" in request.path:
+            return json_reply(200, {"input_tokens": 10})
+        last = json.dumps(request.body["messages"][-1]["content"][-1]) if isinstance(request.body, dict) else ""
+        return (
+            _write_call(target, "written by Claude Code\n")
+            if "Write the file" in last
+            else sse_reply("anthropic_text.sse")
+        )
+
+    server.queue(*[answer] * 20)
+    km, kc = start_new_kernel(kernel_name="agentcell", env=claude_env, cwd=str(folder), startup_timeout=60)
+    try:
+        d = TurnDriver(kc)
+        d.execute("%agent acp claude")
+        d.until_idle()
+        d.execute("Write the file.")
+        d.until(lambda m: d.comm_id is not None, 120)
+        assert d.announce()["approvals"] is True
+        request = d.until_item("widget.approval_request", 120)
+        assert "Claude Agent (an external agent) asks before this call" in request["reason"]
+        assert not target.exists()  # nothing written before the answer
+        d.send({"type": "approval", "tool_use_id": request["tool_use_id"], "result": "allow", "remember": "once"})
+        d.until_item("agent.tool_result", 120, tool_use_id=request["tool_use_id"])
+        d.until_idle(120)
+        state = d.final_state
+        [use] = [i for i in state if i["type"] == "agent.tool_use"]
+        assert use["input"]["file_path"] == str(target) and use["input"]["kind"] == "edit"
+        assert [c["result"] for c in state if c["type"] == "user.tool_confirmation"] == ["allow"]
+        assert target.read_text() == "written by Claude Code\n"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

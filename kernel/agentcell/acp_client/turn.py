@@ -12,7 +12,7 @@ import asyncio
 from pathlib import Path
 from typing import Any, Literal
 
-from acp.schema import AllowedOutcome, DeniedOutcome, PermissionOption, RequestPermissionResponse, ToolCallStart
+from acp.schema import AllowedOutcome, DeniedOutcome, PermissionOption, RequestPermissionResponse
 
 from acp import RequestError
 
@@ -47,10 +47,7 @@ class AgentTurn:
         updates, log = self.updates, self.log
         updates.close_text()
         call_id: str = tool_call.tool_call_id
-        if updates.tool_use(call_id) is None:  # asked about a call it never announced: announce it for it
-            fields = tool_call.model_dump(mode="json", by_alias=True, exclude_none=True)
-            fields.setdefault("title", call_id)
-            updates.apply(ToolCallStart.model_validate({**fields, "sessionUpdate": "tool_call"}))
+        updates.merge(tool_call)  # the request says what the call is, where the announcement may not have
         use = updates.tool_use(call_id)
         assert use is not None
         known = updates.call(call_id)

@@ -56,6 +56,8 @@ class TurnUpdates:
         self.log = log
         self._open: tuple[Literal["agent.message", "agent.thinking"], str, list[str]] | None = None
         self._uses: dict[str, AgentToolUse] = {}
+        self._pending: dict[str, ToolCallStart] = {}
+        """Calls announced and not shown yet (see :meth:`_start_tool`)."""
         """The agent's tool call id -> our agent.tool_use, for the calls not answered yet."""
         self._calls: dict[str, ToolCallStart] = {}
         """What each of this turn's tool calls said of itself (title, kind, raw input), for approvals."""
@@ -84,6 +86,7 @@ class TurnUpdates:
                 self._progress(update)
             case AgentPlanUpdate(entries=entries):
                 self.close_text()
+                self.flush_tools()
                 lines = [f"- {_PLAN_MARKS.get(e.status, '[ ]')} {e.content}" for e in entries]
                 self.log.emit(self.log.make(AgentMessage, content=[TextBlock(text="**Plan**\n\n" + "\n".join(lines))]))
             case UsageUpdate(cost=cost) if cost is not None and cost.currency.upper() == "USD":
@@ -103,6 +106,7 @@ class TurnUpdates:
     def _stream(self, kind: Literal["agent.message", "agent.thinking"], text: str) -> None:
         if not text:
             return
+        self.flush_tools()
         if self._open is None or self._open[0] != kind:
             self.close_text()
             event_id = new_id("sevt")
@@ -126,8 +130,48 @@ class TurnUpdates:
             log.emit(log.make(AgentThinking, id=event_id, thinking=text))
 
     def _start_tool(self, call: ToolCallStart) -> None:
+        # Held until it runs, is asked about, or something else comes: agents often announce a call before its
+        # input has streamed (Claude Code's "Write", then "Write /path" with the input), and a card is one event.
         self.close_text()
         self._calls[call.tool_call_id] = call
+        self._pending[call.tool_call_id] = call
+        if call.status in ("in_progress", "completed", "failed"):
+            self._emit_use(call.tool_call_id)
+        if call.status in ("completed", "failed"):
+            self._finish(call.tool_call_id, call.status == "failed", call.content or [], call.raw_output)
+
+    def _progress(self, update: ToolCallProgress) -> None:
+        call_id = update.tool_call_id
+        if call_id in self._pending:
+            self.merge(update)
+            if update.status in ("in_progress", "completed", "failed"):
+                self._emit_use(call_id)
+        if update.status in ("completed", "failed") and call_id in self._uses:
+            self._finish(call_id, update.status == "failed", update.content or [], update.raw_output)
+
+    def merge(self, update: Any) -> None:
+        """What an update (or a permission request) says of a call not shown yet: its title, kind, input."""
+        call_id = update.tool_call_id
+        known = self._pending.get(call_id)
+        fields = update.model_dump(exclude_none=True, include={"title", "kind", "raw_input", "locations"})
+        if known is None:
+            if call_id in self._uses:
+                return
+            known = ToolCallStart.model_validate(
+                {"sessionUpdate": "tool_call", "toolCallId": call_id, "title": call_id}
+            )
+        merged = known.model_copy(update={k: getattr(update, k) for k in fields})
+        self._pending[call_id] = self._calls[call_id] = merged
+
+    def flush_tools(self) -> None:
+        """Show every call announced and not shown yet."""
+        for call_id in list(self._pending):
+            self._emit_use(call_id)
+
+    def _emit_use(self, call_id: str) -> AgentToolUse | None:
+        call = self._pending.pop(call_id, None)
+        if call is None:
+            return self._uses.get(call_id)
         raw = call.raw_input
         raw = raw if isinstance(raw, dict) else {} if raw is None else {"input": raw}
         extra: dict[str, Any] = {"kind": call.kind} if call.kind else {}
@@ -136,12 +180,7 @@ class TurnUpdates:
         use = self.log.make(AgentToolUse, call_id=call.tool_call_id, name=call.title, input={**raw, **extra})
         self.log.emit(use)
         self._uses[call.tool_call_id] = use
-        if call.status in ("completed", "failed"):
-            self._finish(call.tool_call_id, call.status == "failed", call.content or [], call.raw_output)
-
-    def _progress(self, update: ToolCallProgress) -> None:
-        if update.status in ("completed", "failed") and update.tool_call_id in self._uses:
-            self._finish(update.tool_call_id, update.status == "failed", update.content or [], update.raw_output)
+        return use
 
     def _finish(self, call_id: str, failed: bool, content: list[Any], raw_output: Any) -> None:
         use = self._uses.pop(call_id)
@@ -156,8 +195,8 @@ class TurnUpdates:
     # ------------------------------------------------------------------------------------------ reading
 
     def tool_use(self, call_id: str) -> AgentToolUse | None:
-        """Our ``agent.tool_use`` for the agent's call, while it is unanswered."""
-        return self._uses.get(call_id)
+        """Our ``agent.tool_use`` for the agent's call (shown now if it was held), while it is unanswered."""
+        return self._emit_use(call_id)
 
     def call(self, call_id: str) -> ToolCallStart | None:
         return self._calls.get(call_id)
@@ -166,6 +205,7 @@ class TurnUpdates:
         """The turn ended: close its text, and answer the calls the agent left without a result (a card
         must not spin forever)."""
         self.close_text(interrupted=interrupted)
+        self.flush_tools()
         log = self.log
         for use in list(self._uses.values()):
             why = reason or ("interrupted" if interrupted else "the agent reported no result for this call")
