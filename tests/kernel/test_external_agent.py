@@ -15,12 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jupyter_client.manager import start_new_kernel
 
 from agentcell import Engine
 
-from ..widgets.conftest import TurnDriver
-from .conftest import execute, running_kernel, write_script
+from .conftest import execute, external_agent_kernel, running_kernel, write_script
 
 pytestmark = pytest.mark.slow
 
@@ -107,11 +105,7 @@ def test_a_permission_request_is_the_widgets_approval_granted_then_refused(
     kernel_env["AGENTCELL_MODEL"] = write_script(
         tmp_path / "s.json", [_bash(f"touch {allowed}"), _text("Done."), _bash(f"touch {refused}"), _text("Fine.")]
     )
-    km, kc = start_new_kernel(kernel_name="agentcell", env=kernel_env, cwd=str(notebook), startup_timeout=60)
-    try:
-        d = TurnDriver(kc)
-        d.execute("%agent acp agentcell")
-        d.until_idle()
+    with external_agent_kernel(kernel_env, notebook, "agentcell") as d:
         for marker, answer in ((allowed, "allow"), (refused, "deny")):
             d.execute(f"Touch {marker.name}.")
             d.until(lambda m: d.comm_id is not None, 60)
@@ -128,9 +122,6 @@ def test_a_permission_request_is_the_widgets_approval_granted_then_refused(
             assert [c["result"] for c in state if c["type"] == "user.tool_confirmation"] == [answer]
             assert result["is_error"] is (answer == "deny")
         assert allowed.exists() and not refused.exists()
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def test_file_writes_are_served_inside_the_workspace_and_refused_outside(
@@ -332,11 +323,7 @@ def test_an_always_answer_holds_for_the_agents_next_call_of_the_same_command(
     kernel_env["AGENTCELL_MODEL"] = write_script(
         tmp_path / "s.json", [_bash(command), _text("Once."), _bash(command), _text("Twice.")]
     )
-    km, kc = start_new_kernel(kernel_name="agentcell", env=kernel_env, cwd=str(notebook), startup_timeout=60)
-    try:
-        d = TurnDriver(kc)
-        d.execute("%agent acp agentcell")
-        d.until_idle()
+    with external_agent_kernel(kernel_env, notebook, "agentcell") as d:
         d.execute("Log it.")
         d.until(lambda m: d.comm_id is not None, 60)
         d.announce()
@@ -353,9 +340,6 @@ def test_an_always_answer_holds_for_the_agents_next_call_of_the_same_command(
         [result] = [i for i in state if i["type"] == "agent.tool_result"]
         assert not result["is_error"]
         assert log.read_text() == "again\nagain\n"
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def test_a_recorded_exchange_replays_with_no_agent_installed(

@@ -15,11 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jupyter_client.manager import start_new_kernel
 
 from ..providers.conftest import Recorded, Reply, SSEServer, json_reply, sse_reply
-from ..widgets.conftest import TurnDriver
-from .conftest import execute, running_kernel
+from .conftest import execute, external_agent_kernel, running_kernel
 
 pytestmark = pytest.mark.slow
 
@@ -153,11 +151,7 @@ def test_claude_codes_file_write_waits_for_the_widgets_approval(claude_env: dict
         )
 
     server.queue(*[answer] * 20)
-    km, kc = start_new_kernel(kernel_name="agentcell", env=claude_env, cwd=str(folder), startup_timeout=60)
-    try:
-        d = TurnDriver(kc)
-        d.execute("%agent acp claude")
-        d.until_idle()
+    with external_agent_kernel(claude_env, folder, "claude") as d:
         d.execute("Write the file.")
         d.until(lambda m: d.comm_id is not None, 120)
         assert d.announce()["approvals"] is True
@@ -172,6 +166,3 @@ def test_claude_codes_file_write_waits_for_the_widgets_approval(claude_env: dict
         assert use["input"]["file_path"] == str(target) and use["input"]["kind"] == "edit"
         assert [c["result"] for c in state if c["type"] == "user.tool_confirmation"] == ["allow"]
         assert target.read_text() == "written by Claude Code\n"
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
