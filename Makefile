@@ -6,7 +6,7 @@ VENV   := .venv
 export CMAKE_ARGS ?= -DGGML_NATIVE=OFF
 BIN    := $(VENV)/bin
 
-.PHONY: quickstart test lint typecheck pytest pytest-ipykernel73 pytest-acp-sdk011 js js-test bench bench-render clean
+.PHONY: quickstart test lint typecheck acp-agents pytest pytest-ipykernel73 pytest-acp-sdk011 js js-test bench bench-render clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,7 +39,14 @@ js: $(JS)/node_modules/.package-lock.json
 js-test: js
 	cd $(JS) && npx vitest run
 
-pytest: $(VENV)/.stamp-dev js
+# Third-party ACP agents from npm (tests/kernel/test_third_party_agents.py), from their lockfile.
+AGENTS := tests/acp_agents
+$(AGENTS)/node_modules/.package-lock.json: $(AGENTS)/package-lock.json
+	cd $(AGENTS) && npm ci --no-audit --no-fund
+
+acp-agents: $(AGENTS)/node_modules/.package-lock.json
+
+pytest: $(VENV)/.stamp-dev js acp-agents
 	$(BIN)/pytest
 
 # ipykernel 7.3 and 7.4 dispatch comm messages differently (shared/reference/kernel-mechanics.md §2):

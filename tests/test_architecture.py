@@ -29,6 +29,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "providers": (*RECORDS, "providers"),
     "tools": (*RECORDS, "tools", "providers.base"),
     "engine": (*RECORDS, "engine", "store", "providers", "tools"),
+    "acp_client": (*RECORDS, "engine", "store", "providers", "tools", "acp_client", "_version"),
 }
 """Room -> the rooms (module prefixes under ``agentcell``) it may import. Rooms not listed (the services,
 the Session handle, the composition root, the kernel, the CLI) sit above and may import what is beneath."""
@@ -103,6 +104,12 @@ def test_the_checker_catches_each_kind_of_violation() -> None:
     assert _check("agentcell.tools.registry", "import IPython\n")
     assert _check("agentcell.records.agent", "from .. import engine\n")
     assert _check("agentcell.engine.turn", "from ..records import agent\nfrom .log import SessionLog\n") == []
+    assert _check("agentcell.engine.turn", "from ..acp_client import ExternalAgent\n")  # the engine knows no client
+    assert _check("agentcell.engine.turn", "from ..acp.agent import AgentCellAcpAgent\n")
+    assert _check("agentcell.acp_client.driver", "from ..acp.wire import x\n")  # the client is not the server
+    assert _check("agentcell.acp_client.driver", "from ..sessions import Session\n")
+    assert _check("agentcell.acp_client.driver", "import IPython\n")
+    assert _check("agentcell.acp_client.driver", "from ..engine.drivers import TurnScope\n") == []
 
 
 def test_nothing_under_engine_mentions_the_session_handle() -> None:

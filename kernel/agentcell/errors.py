@@ -23,6 +23,7 @@ Every error agentcell raises derives from :class:`AgentCellError`::
     ├── ApprovalUnavailable           an approval request reached no one who could answer it (the call is refused)
     ├── OutsideWorkspaceError         a tool was asked for a path the permission preset does not let it touch
     ├── PermissionChangeRefused       a tool's code tried to change the preset, the always rules or the budget
+    ├── ExternalAgentError            an external ACP agent did not start, or broke off (exited, garbled its wire)
     ├── TurnSignal                    internal: how the parts of a turn tell the loop to stop (never escapes it)
     │   ├── BudgetExhaustedError      the next request's worst case does not fit what remains of the budget
     │   └── TurnFailedError           the turn cannot go on (its session.error is already in the log)
@@ -55,6 +56,7 @@ __all__ = [
     "BudgetExhaustedError",
     "ConfigurationError",
     "ContextWindowExceededError",
+    "ExternalAgentError",
     "IncompleteToolCallError",
     "InvalidInputError",
     "MissingKeyError",
@@ -230,6 +232,11 @@ class OutsideWorkspaceError(AgentCellError, PermissionError):
 class PermissionChangeRefused(AgentCellError, PermissionError):  # noqa: N818 - the model reads the name
     """A tool's code (the agent's, during its turn) tried to change the permission preset, the "always"
     rules or the budget; only the user changes those."""
+
+
+class ExternalAgentError(AgentCellError):
+    """An external agent (``%agent acp``) did not start, or broke off mid-turn: the message says which
+    agent, what happened and what to do."""
 
 
 class TurnSignal(AgentCellError):  # noqa: N818 - a signal between the parts of a turn, not a failure

@@ -60,6 +60,7 @@ RULE_EVENT_TYPES = ("user.tool_confirmation", "user.permission_revoked")
 
 if TYPE_CHECKING:
     from .core import Engine
+    from .engine.drivers import TurnDriver
     from .tools.base import Approver
 
 __all__ = ["CustomToolResult", "Session", "SessionStats", "ToolChoice", "TurnResult"]
@@ -86,6 +87,9 @@ class Session(WorkflowMethods, ApprovalMethods):
         """Asked when a tool needs the user's approval. None (a script with no UI): the preset decides,
         and a call that needs asking is refused. A host that can show approvals sets
         ``session.approver = session.approvals`` and answers with :meth:`confirm_tool`."""
+        self.driver: Callable[[Event], TurnDriver | None] | None = None
+        """The host's own driver for a turn (an external agent answering the notebook's messages); None for
+        the engine's own (see ``engine/drivers.py``)."""
         self.approvals = ApprovalBroker(on_answer=self._record_confirmation)
         """Tool calls of this session waiting for approval: ``.pending()``; answer with ``confirm_tool``."""
         # "Always" answers are in the log, so they hold again when the session is reopened.
@@ -106,6 +110,7 @@ class Session(WorkflowMethods, ApprovalMethods):
             skills=engine.skills,
             workspace=self.workspace,
             start_mcp=engine.ensure_mcp,
+            driver=self.driver,
         )
 
     # ------------------------------------------------------------------------------------------ state

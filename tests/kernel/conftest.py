@@ -96,6 +96,23 @@ def running_kernel(
         km.shutdown_kernel(now=True)
 
 
+@contextmanager
+def external_agent_kernel(env: dict[str, str], cwd: Path, agent: str) -> Iterator[Any]:
+    """A real kernel in ``cwd`` whose notebook said ``%agent acp AGENT``, driven by a client that plays the
+    turn widget's browser side (``widgets/conftest.py``'s ``TurnDriver``), so approvals can be answered."""
+    from ..widgets.conftest import TurnDriver
+
+    km, kc = start_new_kernel(kernel_name="agentcell", env=env, cwd=str(cwd), startup_timeout=60)
+    try:
+        driver = TurnDriver(kc)
+        driver.execute(f"%agent acp {agent}")
+        driver.until_idle()
+        yield driver
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
 def write_script(path: Path, responses: list[dict[str, Any]]) -> str:
     """Write a scripted-provider script; returns the model name that plays it."""
     path.write_text(json.dumps(responses))

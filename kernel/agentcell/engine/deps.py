@@ -19,10 +19,12 @@ from ..records.model import ModelConfig
 from ..records.skill import PinnedSkill, Skill
 
 if TYPE_CHECKING:
+    from ..events import Event
     from ..providers.base import ToolSchema
     from ..providers.registry import ProviderRegistry, ResolvedModel
     from ..tools.base import Approver, ToolHost
     from ..tools.mcp import McpServerStatus
+    from .drivers import TurnDriver
 
 __all__ = ["AgentSource", "FileSource", "MemoryView", "SkillSource", "TurnDeps"]
 
@@ -77,6 +79,9 @@ class TurnDeps:
     start_mcp: Callable[[Agent, str], Awaitable[Sequence[McpServerStatus]]]
     """Starts the agent's MCP servers in a tool scope (once) and returns the status of those that just
     started."""
+    driver: Callable[[Event], TurnDriver | None] | None = None
+    """The host's own driver for a turn opened by the event (an external agent answering the notebook's
+    messages), or None for the engine's own; see ``drivers.py``."""
 
     def resolve_model(self, model: ModelConfig) -> ResolvedModel:
         return self.providers.resolve(model)

@@ -3,9 +3,9 @@
 :class:`TurnSupervisor` starts a turn as a task on the caller's loop and streams its items to the caller;
 whatever happens — the end of the work, an error, an interrupt, the caller going away — the turn ends with
 its threads stopped, its undelivered guidance dropped, ``session.status_idle`` with the stop reason, and a
-:class:`~agentcell.engine.result.TurnResult` in :attr:`TurnSupervisor.last`. The work itself: mount the
-session's resources (once), start the agent's MCP servers, then run the turn loop
-(:class:`~agentcell.engine.runner.TurnRunner`), or drive an outcome through its revision cycles with it.
+:class:`~agentcell.engine.result.TurnResult` in :attr:`TurnSupervisor.last`. The work itself
+is a driver chosen once from the turn's opening (``drivers.py``): the model conversation, an outcome, a
+workflow run, a custom tool's answer resuming what waited for it, or a host's own (an external agent).
 """
 
 from __future__ import annotations
@@ -16,12 +16,11 @@ import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Literal, cast
 
-from ..errors import InvalidInputError, ResourceMountError, SessionBusyError, SessionTerminatedError
+from ..errors import InvalidInputError, SessionBusyError, SessionTerminatedError
 from ..events import (
     AgentCustomToolUse,
     AgentMessage,
     AgentThinking,
-    AgentToolResult,
     AgentToolUse,
     BudgetReached,
     ContentBlock,
@@ -39,30 +38,20 @@ from ..events import (
     SpanModelRequestStart,
     StopReason,
     StreamItem,
-    UserCustomToolResult,
-    UserDefineOutcome,
     UserInterrupt,
     UserMessage,
     is_preview,
 )
-from ..records.workflow_events import UserStartWorkflowRun
 from ..store.base import Lease
-from ..tools.base import ToolResult
-from .advisor import advisor_tools
-from .cell_proposals import cell_tools
 from .context import TURN_SESSION
 from .deps import TurnDeps
+from .drivers import TurnScope, choose_driver, engine_tools, mount_once
 from .log import SessionLog
-from .mount import mount_resources
 from .notebook_context import carry_context
-from .outcomes import OutcomeLoop
 from .path import is_opening
-from .request import SessionTool
 from .result import TurnResult
 from .runner import TurnRunner
-from .skills import activate_requested, pin_repository_skills, requested_skills, skill_tools
-from .threads import WAIT_TOOL, ThreadManager, thread_result
-from .workflows import run_started_by_user, workflow_tools
+from .threads import ThreadManager
 
 __all__ = ["ActiveTurn", "TurnSupervisor"]
 
@@ -126,24 +115,12 @@ class TurnSupervisor:
         """The resources were mounted outside a turn (``session.mount()``): turns need not mount them."""
         self._mounted = True
 
-    # ------------------------------------------------------------------------------------------ the engine's tools
-
-    @staticmethod
-    def engine_tools(log: SessionLog, deps: TurnDeps, threads: ThreadManager) -> list[SessionTool]:
-        """The engine's own tools for the primary thread: spawning threads, the advisor, the skills, starting
-        workflow runs, proposing notebook cells."""
-        return [
-            *threads.tools(log.agent),
-            *advisor_tools(log, deps, log.agent),
-            *skill_tools(log, deps, log.agent),
-            *workflow_tools(log, deps, log.agent),
-            *cell_tools(log, deps, log.agent),
-        ]
+    # ------------------------------------------------------------------------------------------ the tools
 
     def offered_tool_names(self, deps: TurnDeps) -> list[str]:
         """The tools the model is offered at the next turn: the host's, the agent's custom tools, and the
         engine's own."""
-        own = self.engine_tools(self.log, deps, ThreadManager(self.log, deps))
+        own = engine_tools(self.log, deps, ThreadManager(self.log, deps))
         return [t.name for t in TurnRunner(self.log, deps, tools=own).offered_tools(self.log.agent)]
 
     # ------------------------------------------------------------------------------------------ running
@@ -227,27 +204,18 @@ class TurnSupervisor:
         stop: StopReason = EndTurn()
         first = opening[-1]
         try:
-            # An outcome paused for a custom tool resumes only with that tool's answer; anything else ends it.
-            if not isinstance(first, UserCustomToolResult) and (unfinished := OutcomeLoop.active(log, deps)):
-                defined = isinstance(first, UserDefineOutcome)
-                unfinished.supersede("a new outcome was defined" if defined else "a message came instead of an answer")
+            driver = choose_driver(log, deps, first)  # once: what runs inside this turn
+            driver.before_opening()
             opening = self._rerun(opening)
             first = opening[-1]
             for event in opening:
                 log.emit(event)
-            outcome = OutcomeLoop(log, deps, first) if isinstance(first, UserDefineOutcome) else None
-            if outcome is not None:
-                outcome.announce()
-            if isinstance(first, UserCustomToolResult) and (waiting := log.pending_custom_tool_uses()):
-                stop = RequiresAction(event_ids=sorted(waiting))
+            if (early := driver.opened()) is not None:
+                stop = early
             else:
                 log.emit(log.make(SessionStatusRunning))
-                for status in await deps.start_mcp(log.agent, log.tool_scope):
-                    if status.state == "failed":  # the turn goes on without that server's tools
-                        message = f"MCP server {status.name} did not start: {status.error or 'no reason given'}"
-                        info = ErrorInfo(type="mcp_connection_failed_error", message=message)
-                        log.emit(log.make(SessionError, error=info))
-                stop = await self._work(first, outcome, turn.threads, deps, tool_choices)
+                scope = TurnScope(log, deps, turn.threads, first, tool_choices, lambda: self._mount(deps))
+                stop = await driver.drive(scope)
                 if isinstance(stop, EndTurn) and (paused := turn.threads.awaiting_client()):
                     stop = RequiresAction(event_ids=paused)  # threads wait for the client's answers
         except asyncio.CancelledError:
@@ -277,6 +245,12 @@ class TurnSupervisor:
             unsubscribe()
             turn.ended()
 
+    async def _mount(self, deps: TurnDeps) -> None:
+        """Mount the session's resources, once per session (not again once ``session.mount()`` did)."""
+        if not self._mounted:
+            await mount_once(self.log, deps)
+            self._mounted = True
+
     def _rerun(self, opening: list[Event]) -> list[Event]:
         """When the turn's cell ran before, its turn and every later one leave the path; the opening, with
         the notebook's cells its earlier turn was sent carried over (``carry_context``)."""
@@ -290,66 +264,6 @@ class TurnSupervisor:
             opening = [*opening[:-1], carry_context(first, leaving, log.events(types=("user.message",)))]
         log.supersede(leaving, "rerun", cell_id=cell)
         return opening
-
-    async def _work(
-        self,
-        first: Event,
-        outcome: OutcomeLoop | None,
-        threads: ThreadManager,
-        deps: TurnDeps,
-        tool_choices: tuple[str, ...],
-    ) -> StopReason:
-        """Mount the resources (once), then run the turn loop, or drive the outcome with it."""
-        log = self.log
-        try:
-            if not self._mounted:
-                if log.record.resources:  # nothing to mount: no hop to a worker thread and back
-                    await asyncio.to_thread(mount_resources, log.record.resources, deps.workspace, deps.files)
-                self._mounted = True
-            await pin_repository_skills(log, deps)  # a mounted repository's skills join the session's
-        except ResourceMountError as exc:
-            log.emit(log.make(SessionError, error=ErrorInfo(type="resource_mount_error", message=str(exc))))
-            return ErrorStop(message=str(exc))
-        if isinstance(first, UserStartWorkflowRun):
-            return await run_started_by_user(log, deps, first)
-        tools = self.engine_tools(log, deps, threads)
-        choices = [tool_choices]
-
-        def runner() -> TurnRunner:
-            forced, choices[0] = choices[0], ()  # only the turn's first requests are forced
-            return TurnRunner(log, deps, tool_choices=forced, tools=tools, awaiting_client=threads.awaiting_client)
-
-        if names := requested_skills(first):  # the user's /name: loaded before the model's first request
-            await activate_requested(log, deps, tools, names)
-
-        if isinstance(first, UserCustomToolResult) and first.thread_id is not None:
-            stop, final = await threads.resume(first.thread_id)
-            if isinstance(stop, RequiresAction):
-                return stop
-            self._answer_waits(first.thread_id, thread_result(first.thread_id, stop, final))
-        if outcome is not None:
-            return await outcome.run(runner)
-        if isinstance(first, UserCustomToolResult) and (paused := OutcomeLoop.active(log, deps)) is not None:
-            return await paused.run(runner, resumed=True)
-        return await runner().run()
-
-    def _answer_waits(self, thread_id: str, result: ToolResult) -> None:
-        """Answer the coordinator's wait_thread calls left open when the thread paused for the client."""
-        log = self.log
-        answered = {e.tool_use_id for e in log.events(types=("agent.tool_result",)) if isinstance(e, AgentToolResult)}
-        for use in log.events(types=("agent.tool_use",)):
-            if not isinstance(use, AgentToolUse) or use.name != WAIT_TOOL or use.id in answered:
-                continue
-            if use.thread_id is None and use.input.get("thread_id") in (None, "", thread_id):
-                log.emit(
-                    log.make(
-                        AgentToolResult,
-                        tool_use_id=use.id,
-                        content=list(result.content),
-                        is_error=result.is_error,
-                        error_code=result.error_code,
-                    )
-                )
 
     # ------------------------------------------------------------------------------------------ from outside
 

@@ -28,6 +28,8 @@ from .notebook_id import NotebookIdentity, NotebookIdentityAnswer, notebook_user
 if TYPE_CHECKING:
     from IPython.core.interactiveshell import InteractiveShell
 
+    from ..acp_client import ExternalAgent
+    from ..acp_client.recording import ExchangeReplay
     from ..core import Engine
     from ..engine.outcomes import OutcomeSpec
     from ..engine.workflows import WorkflowRun
@@ -204,6 +206,9 @@ class NotebookAgent:
         """Set by ``%tools force NAME…``: the next turn's first requests must call these tools, in order."""
         self.context_source: NotebookContextSource | None = None
         """The code cells and variables each turn takes (set by the extension when it loads)."""
+        self._external: ExternalAgent | None = None
+        self._external_restored = False
+        self._exchange_replay: ExchangeReplay | None = None
 
     def _default_renderer(self, session: Session) -> TurnRenderer:
         rate = self.config.max_updates_per_second
@@ -453,6 +458,13 @@ class NotebookAgent:
         # cancels us, the turn's closing events (answered tool calls, the idle status) still reach it, and
         # the session's record of the turn (last_turn) is complete however it ended.
         before = session.last_turn
+        external = self.external
+        if external is not None:
+            from ..acp_client import driver_for
+
+            session.driver = driver_for(external, self.exchange_replay)
+        else:
+            session.driver = None
         unsubscribe = session.subscribe(renderer.on_item)
         # The cell the front end is running: running it again replaces its turn on the active path.
         cell_id = current_cell(self.shell).id
@@ -467,8 +479,50 @@ class NotebookAgent:
             unsubscribe()
             ended = session.last_turn
             renderer.close(ended if ended is not before else None)
+            if external is not None:
+                from .acp_choice import remember_session
+
+                remember_session(session, external)
+
+    @property
+    def external(self) -> ExternalAgent | None:
+        """The ACP agent answering this notebook's messages (``%agent acp``); None: agentcell's own engine.
+        A restarted kernel takes up the notebook's earlier choice (``acp_choice.py``)."""
+        if not self._external_restored:
+            self._external_restored = True
+            from .acp_choice import restored_choice
+
+            self._external = restored_choice(self.session)
+        return self._external
+
+    @property
+    def exchange_replay(self) -> ExchangeReplay | None:
+        """The external agent's exchange under the notebook's replay mode (None without a notebook)."""
+        replayer = self.engine.replay
+        if replayer is not None and (self._exchange_replay is None or self._exchange_replay.replayer is not replayer):
+            from ..acp_client.recording import ExchangeReplay
+
+            self._exchange_replay = ExchangeReplay(replayer)
+        return self._exchange_replay if replayer is not None else None
+
+    def use_external(self, agent: ExternalAgent | None) -> None:
+        """Send this notebook's messages to ``agent`` from the next turn (None: back to agentcell's own
+        engine), remembered in the session for a restarted kernel; the agent used before is stopped."""
+        from .acp_choice import forget_choice, remember_choice
+
+        previous = self.external
+        self._external = agent
+        if previous is not None and previous is not agent:
+            previous.close()
+        if agent is None:
+            forget_choice(self.session)
+        else:
+            remember_choice(self.session, agent)
 
     def close(self) -> None:
+        external, self._external = self._external, None
+        if external is not None:
+            external.close()
         engine, self._engine = self._engine, None
         self._session = None
         if engine is not None:

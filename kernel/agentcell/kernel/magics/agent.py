@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from typing import Any, ClassVar
 
 from IPython.core.error import UsageError
@@ -14,6 +15,7 @@ from IPython.core.magic import line_cell_magic, line_magic, magics_class
 
 from ...errors import AgentCellError
 from ._base import MagicGroup
+from .external_agent import EXTERNAL_HELP, external_agent, local_agent
 from .permission_rules import describe_python_tool, describe_rules, describe_sandbox, revoke_rules
 
 __all__ = ["AgentMagics"]
@@ -64,7 +66,7 @@ class AgentMagics(MagicGroup):
         "permissions": "%permissions [read-only | workspace-write | danger-full-access | revoke NAME… | revoke all]  "
         "what tools may do unasked, and the session's Allow-always rules; workspace-write: the file tools change "
         "files only inside the workspace, and shell commands, the python tool and the network ask",
-        "agent": "%agent [show | pin VERSION | versions]  the agent and its pinned version",
+        "agent": "%agent [show | pin VERSION | versions]  the agent and its pinned version; " + EXTERNAL_HELP,
         "mcp": "%mcp [list | add NAME -- COMMAND … | add NAME --url URL | remove NAME]  MCP servers",
         "config": "%config AgentCell[.SETTING [= VALUE]]  IPython's settings (see %config AgentCell); "
         "AgentCell.model = NAME is checked as %model NAME is",
@@ -229,14 +231,26 @@ class AgentMagics(MagicGroup):
 
     @line_magic
     def agent(self, line: str) -> None:
-        """Show the agent and its pinned version, list versions, or pin one."""
+        """Show the agent and its pinned version, list versions, or pin one; or hand the notebook's messages
+        to an ACP agent (``%agent acp …``) and back (``%agent local``)."""
+        words = line.split()
+        if words[:1] == ["acp"] and "--" in words:  # the agent's own arguments may be --help
+            before, _, after = line.partition(" -- ")
+            args = self._guard("agent", before)
+            if args is not None:
+                external_agent(self.host, ["--", *shlex.split(after)])
+            return
         args = self._guard("agent", line)
         if args is None:
             return
         try:
             session = self.host.session
             action = args[0] if args else "show"
-            if action == "show":
+            if action == "acp":
+                external_agent(self.host, args[1:])
+            elif action == "local" and len(args) == 1:
+                local_agent(self.host)
+            elif action == "show":
                 a = session.agent
                 latest = self.host.engine.agents.get(a.id).version
                 print(f"agent {a.name} ({a.id}) v{a.version} of {latest}; model {a.model.id}")

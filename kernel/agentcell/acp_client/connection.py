@@ -1,0 +1,292 @@
+"""One external ACP agent: its subprocess, the connection to it, and its session in the notebook's folder.
+
+:class:`ExternalAgent` starts the agent on the first turn (``initialize``, then ``session/new`` with the
+workspace as its ``cwd``) and keeps it for the next ones. What the agent sends while a turn runs goes to
+that turn (:class:`~agentcell.acp_client.turn.AgentTurn`): its updates, its permission requests, its file
+reads and writes. Between turns nothing is bound, and the agent's requests are refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import tempfile
+from asyncio.subprocess import PIPE
+from collections.abc import Sequence
+from decimal import Decimal
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, cast
+
+from acp.client.connection import ClientSideConnection
+from acp.schema import (
+    ClientCapabilities,
+    DeniedOutcome,
+    FileSystemCapabilities,
+    Implementation,
+    ReadTextFileResponse,
+    RequestPermissionResponse,
+    SessionConfigOptionSelect,
+    WriteTextFileResponse,
+)
+
+from acp import PROTOCOL_VERSION, RequestError
+
+from .._version import __version__
+from ..errors import ExternalAgentError
+
+if TYPE_CHECKING:
+    from acp.interfaces import Client
+
+    from .turn import AgentTurn
+
+__all__ = ["ExternalAgent"]
+
+STDERR_TAIL = 2000
+"""Characters of the agent's stderr a failure quotes."""
+STOP_GRACE = 2.0
+"""Seconds an agent has to exit after its stdin closes, then after SIGTERM."""
+START_TIMEOUT = 60.0
+"""Seconds an agent has to answer ``initialize`` and ``session/new``."""
+
+
+class _Client:
+    """The client side the agent calls: everything goes to the turn bound now."""
+
+    def __init__(self, agent: ExternalAgent) -> None:
+        self.agent = agent
+
+    def on_connect(self, conn: Any) -> None:
+        del conn
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        # Not awaiting anything keeps the updates in the order they came (each runs as its own task).
+        if (turn := self.agent.turn) is not None and session_id == self.agent.session_id:
+            turn.updates.apply(update)
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> RequestPermissionResponse:
+        turn = self.agent.turn
+        if turn is None or session_id != self.agent.session_id:
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return await turn.permission(tool_call, options)
+
+    async def read_text_file(
+        self, session_id: str, path: str, line: int | None = None, limit: int | None = None, **kwargs: Any
+    ) -> ReadTextFileResponse:
+        return ReadTextFileResponse(content=await self._turn(session_id).read_text(path, line, limit))
+
+    async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> WriteTextFileResponse:
+        await self._turn(session_id).write_text(path, content)
+        return WriteTextFileResponse()
+
+    def _turn(self, session_id: str) -> AgentTurn:
+        turn = self.agent.turn
+        if turn is None or session_id != self.agent.session_id:
+            raise RequestError.invalid_request({"details": "files are served only while a notebook turn runs"})
+        return turn
+
+
+class ExternalAgent:
+    """An ACP agent started as ``command`` in the notebook's folder, for the notebook's turns."""
+
+    def __init__(
+        self, name: str, command: Sequence[str], *, env: dict[str, str] | None = None, resume: str | None = None
+    ) -> None:
+        if not command:
+            raise ExternalAgentError("no command to start the agent with")
+        self.name = name
+        self.command = list(command)
+        self.env = env
+        self.resume = resume
+        """The agent's session of an earlier kernel, loaded at start when the agent can (``loadSession``)."""
+        self.turn: AgentTurn | None = None
+        """The turn the agent's updates and requests go to, while one runs."""
+        self.session_id: str | None = None
+        self.conn: ClientSideConnection | None = None
+        self.process: asyncio.subprocess.Process | None = None
+        self.options: list[SessionConfigOptionSelect] = []
+        """The agent's own settings (model, mode…) as it last listed them."""
+        self.agent_info: str = name
+        self.label = name
+        """What the user is told the agent is called: its own name once it said it, else the one chosen."""
+        self.pending: dict[str, str] = {}
+        """Settings asked for (``%agent acp set``) and not yet sent: sent before the next prompt."""
+        self.reported_cost: Decimal | None = None
+        """The agent's cumulative cost for its session, as it last reported it."""
+        self._stderr: IO[bytes] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.conn is not None and self.process is not None and self.process.returncode is None
+
+    # ------------------------------------------------------------------------------------------ starting
+
+    async def ensure(self, workspace: Path) -> ClientSideConnection:
+        """The connection to a running agent with a session in ``workspace``; started when it is not."""
+        if self.running and self.conn is not None:
+            return self.conn
+        await self.aclose()
+        executable = shutil.which(self.command[0])
+        if executable is None:
+            raise ExternalAgentError(_not_installed(self.name, self.command[0]))
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - kept open for the agent's life, closed in aclose
+        try:
+            env = {**os.environ, **(self.env or {})}
+            try:
+                # Its own session: the kernel's interrupt (SIGINT to the kernel's process group) must not
+                # reach the agent; Stop reaches it as session/cancel.
+                process = await asyncio.create_subprocess_exec(
+                    executable, *self.command[1:], stdin=PIPE, stdout=PIPE, stderr=self._stderr, env=env,
+                    cwd=str(workspace), limit=1 << 24, start_new_session=True,
+                )  # fmt: skip
+            except OSError as exc:
+                raise ExternalAgentError(
+                    f"{self.name} could not be started ({' '.join(self.command)}): {exc}"
+                ) from None
+            self.process = process
+            client = cast("Client", _Client(self))  # the SDK's protocol names every optional method
+            conn = self.conn = ClientSideConnection(client, process.stdin, process.stdout)
+            self._loop = asyncio.get_running_loop()
+            capabilities = ClientCapabilities(
+                fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=False
+            )
+            info = Implementation(name="agentcell", title="agentcell notebook", version=__version__)
+            initialized = await self._answer(
+                conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities, client_info=info),
+                "initialize",
+            )
+            if (info_of := initialized.agent_info) is not None:
+                self.agent_info = f"{info_of.name} {info_of.version}"
+                self.label = info_of.title or info_of.name
+            capabilities_of = initialized.agent_capabilities
+            session: Any = None
+            if self.resume and capabilities_of is not None and capabilities_of.load_session:
+                # Its replay of the conversation reaches no turn (none is bound): the notebook shows it already.
+                with contextlib.suppress(ExternalAgentError):
+                    loading = conn.load_session(cwd=str(workspace), session_id=self.resume, mcp_servers=[])
+                    session = await self._answer(loading, "session/load")
+                    self.session_id = self.resume
+            if session is None:
+                session = await self._answer(conn.new_session(cwd=str(workspace), mcp_servers=[]), "session/new")
+                self.session_id = session.session_id
+            self.resume = None
+            self.options = [o for o in session.config_options or [] if isinstance(o, SessionConfigOptionSelect)]
+            self.reported_cost = None
+        except BaseException:
+            await self.aclose()
+            raise
+        return conn
+
+    async def _answer(self, request: Any, method: str) -> Any:
+        try:
+            return await asyncio.wait_for(request, START_TIMEOUT)
+        except TimeoutError:
+            raise ExternalAgentError(f"{self.name} did not answer {method} within {START_TIMEOUT:.0f} s") from None
+        except (ConnectionError, RequestError) as exc:
+            raise self.failure(f"{self.name} failed at {method}: {exc}") from None
+
+    def failure(self, what: str) -> ExternalAgentError:
+        """``what`` happened to the agent, with the end of what it wrote on stderr."""
+        tail = self.stderr_tail()
+        return ExternalAgentError(f"{what}" + (f"\nits stderr ends:\n{tail}" if tail else ""))
+
+    def stderr_tail(self) -> str:
+        if self._stderr is None:
+            return ""
+        with contextlib.suppress(OSError, ValueError):
+            self._stderr.seek(0, os.SEEK_END)
+            size = self._stderr.tell()
+            self._stderr.seek(max(0, size - STDERR_TAIL))
+            return self._stderr.read().decode(errors="replace").strip()
+        return ""
+
+    # ------------------------------------------------------------------------------------------ settings
+
+    def want(self, config_id: str, value: str) -> None:
+        """Ask for one of the agent's own settings; sent before its next prompt (a magic cannot await)."""
+        known = {o.id: o for o in self.options}
+        if known and config_id not in known:
+            raise ExternalAgentError(f"{self.name} has no setting {config_id!r}; it has {', '.join(known)}")
+        if config_id in known and (values := _values(known[config_id])) and value not in values:
+            raise ExternalAgentError(f"{self.name}'s {config_id} is one of {', '.join(values)}, not {value!r}")
+        self.pending[config_id] = value
+
+    async def apply_pending(self) -> None:
+        """Send the settings asked for since the last prompt."""
+        while self.pending:
+            config_id, value = next(iter(self.pending.items()))
+            del self.pending[config_id]
+            await self.set_option(config_id, value)
+
+    async def set_option(self, config_id: str, value: str) -> None:
+        if self.conn is None or self.session_id is None:
+            raise ExternalAgentError(f"{self.name} is not running yet; its settings are listed after its first turn")
+        known = {o.id: o for o in self.options}
+        if config_id not in known:
+            raise ExternalAgentError(f"{self.name} has no setting {config_id!r}; it has {', '.join(known) or 'none'}")
+        answer = await self._answer(
+            self.conn.set_config_option(config_id=config_id, session_id=self.session_id, value=value),
+            "session/set_config_option",
+        )
+        self.options = [o for o in answer.config_options if isinstance(o, SessionConfigOptionSelect)]
+
+    # ------------------------------------------------------------------------------------------ stopping
+
+    async def aclose(self) -> None:
+        """Stop the agent: its stdin closed, then terminated if it lingers, then killed."""
+        conn, process = self.conn, self.process
+        self.conn, self.process, self.session_id = None, None, None
+        try:
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    await conn.close()
+            if process is not None:
+                await _stop(process)
+        finally:
+            if self._stderr is not None:
+                self._stderr.close()
+                self._stderr = None
+
+    def close(self) -> None:
+        """Stop the agent from synchronous code (``%agent local``): on its loop when that is running."""
+        process = self.process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.terminate()
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            loop.call_soon_threadsafe(lambda: loop.create_task(self.aclose()))
+
+
+def _values(option: SessionConfigOptionSelect) -> list[str]:
+    """The values a select offers (flat, or in groups)."""
+    values: list[str] = []
+    for entry in option.options:
+        if isinstance(value := getattr(entry, "value", None), str):
+            values.append(value)
+        values += [o.value for o in getattr(entry, "options", [])]
+    return values
+
+
+async def _stop(process: asyncio.subprocess.Process) -> None:
+    if process.stdin is not None:
+        with contextlib.suppress(Exception):
+            process.stdin.close()
+    for signal_it in (None, process.terminate, process.kill):
+        if signal_it is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal_it()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), STOP_GRACE)
+            return
+
+
+def _not_installed(name: str, executable: str) -> str:
+    from .known import install_hint
+
+    hint = install_hint(name)
+    return f"{executable} is not installed (not on PATH)" + (f"; {hint}" if hint else "")
