@@ -63,9 +63,9 @@ def propose_three(page: Page, lab: Lab) -> Any:
         wait_cell_done(page, index)
     run_cell(page, 3)
     # The two new cells wait in the notebook, where the agent put them: the heading after `setup` (so the
-    # turn moves down one), the code below the turn (then the empty cell Shift+Enter added); the edit stays a
-    # card with its diff.
-    expect(page.locator(".jp-Cell.ac-proposed-cell")).to_have_count(2, timeout=60_000)
+    # turn moves down one), the code below the turn (then the empty cell Shift+Enter added); the edit is marked
+    # on `setup`, with its diff.
+    expect(page.locator(".jp-Cell.ac-proposed-cell")).to_have_count(3, timeout=60_000)
     expect(turn(page, 4).locator(".ac-turn-status")).to_have_text("done", timeout=30_000)
     cards = turn(page, 4).locator(".ac-proposal")
     expect(cards).to_have_count(3)
@@ -102,8 +102,11 @@ def test_a_proposed_cell_waits_in_place_is_edited_there_and_survives_reopening(p
     expect(added.locator(".jp-OutputArea-output")).to_contain_text("y is 4", timeout=30_000)
     expect(added).not_to_have_class(re.compile(r"\bac-proposed-cell\b"))
     expect(added.locator(".ac-proposed-bar")).to_have_count(0)
-    cards.nth(1).get_by_role("button", name="Reject").click()
-    expect(cards.nth(1).locator(".ac-proposal-status")).to_have_text("Rejected")
+    setup = cells(page).nth(2).locator(".ac-proposed-bar")  # the edit's diff, on the cell it is about
+    expect(setup.locator(".ac-diff-line")).to_have_text(["- x = 2", "+ x = 3"])
+    setup.get_by_role("button", name="Reject").click()
+    expect(cards.nth(1).locator(".ac-proposal-status")).to_have_text("Rejected")  # the card says so too
+    expect(setup).to_have_count(0)
     expect(cells(page).nth(2).locator(".cm-content")).to_have_text("%%pythonx = 2")  # unchanged
     screenshot(page, "proposals-answered")
     save(page)
@@ -162,8 +165,11 @@ def test_fix_on_a_traceback_proposes_an_edit_of_the_failing_cell(page: Page, lab
     expect(card).to_contain_text("Proposed 1: an edit of cell bad", timeout=30_000)
     expect(card.locator(".ac-diff-line")).to_have_text(["- ratio = 1 / 0", "+ ratio = 1 / 2"])
     expect(button).to_have_count(0)
+    on_cell = failed.locator(".ac-proposed-bar")  # the same proposal on the failing cell, with its diff
+    expect(on_cell.locator(".ac-diff-line")).to_have_text(["- ratio = 1 / 0", "+ ratio = 1 / 2"])
     screenshot(page, f"fix-proposed-{app}")
-    card.get_by_role("button", name="Accept & run").click()
+    on_cell.get_by_role("button", name="Accept & run").click()
+    expect(card.locator(".ac-proposal-status")).to_have_text(re.compile("Accepted"))
     expect(failed.locator(".cm-content")).to_have_text("%%pythonratio = 1 / 2")
     expect(failed.locator(".jp-OutputArea-output")).to_have_count(0, timeout=30_000)  # it ran, and raised nothing
     screenshot(page, f"fix-accepted-{app}")

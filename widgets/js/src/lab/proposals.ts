@@ -14,7 +14,7 @@ import { Notification } from "@jupyterlab/apputils";
 import { INotebookTracker, NotebookActions, type NotebookPanel } from "@jupyterlab/notebook";
 import type { ProposalBlock } from "../state";
 import { PROPOSAL_EVENT, type ProposalAnswer } from "../view/proposal";
-import { code, decorate, followProposedCells, insertIndex, markOf, newSource, pendingProposals, placedIndex, PYTHON, setMark } from "./proposed_cells";
+import { answered, code, followProposedCells, insertIndex, markOf, newSource, pendingProposals, placedIndex, PYTHON, setMark } from "./proposed_cells";
 
 type Outcome = { outcome: "accepted" | "rejected" | "failed"; cellId: string | null; message: string; run: number | null };
 
@@ -87,7 +87,7 @@ function settle(panel: NotebookPanel, proposal: ProposalBlock, answer: ProposalA
   const kernel = panel.sessionContext.session?.kernel;
   if (!kernel) return;
   const done = apply(panel, proposal, answer, target);
-  decorate(panel);
+  answered(panel, proposal.number, done.outcome === "failed" ? "Could not be applied" : answer === "reject" ? "Rejected" : "Accepted");
   const run = answer === "run" && done.run !== null;
   // JSON strings are Python string literals too; null is not.
   const cellId = done.cellId === null ? "None" : JSON.stringify(done.cellId);

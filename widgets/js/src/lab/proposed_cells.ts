@@ -12,7 +12,7 @@
 import type { Cell } from "@jupyterlab/cells";
 import type { NotebookPanel } from "@jupyterlab/notebook";
 import type { ProposalBlock } from "../state";
-import { PROPOSAL_EVENT, type ProposalAnswer } from "../view/proposal";
+import { lineDiff, PROPOSAL_EVENT, type ProposalAnswer } from "../view/proposal";
 import { cellOf } from "./cell_of";
 
 export const PYTHON = "%%python\n";
@@ -83,13 +83,32 @@ function place(panel: NotebookPanel, proposal: ProposalBlock, card: Element): vo
   shared.insertCell(at, { cell_type: proposal.cellType === "markdown" ? "markdown" : "code", source: newSource(panel, proposal), metadata: { agentcell: { proposal: mark } } });
 }
 
-/** A card's answered look, for a card the kernel says was answered (its own buttons cannot know). */
-function showAnswered(card: Element): void {
+/** Edits and deletions waiting, by the id of the cell they are about (known from their cards, not saved). */
+const waitingEdits = new WeakMap<NotebookPanel, Map<string, ProposalBlock>>();
+
+function editsOf(panel: NotebookPanel): Map<string, ProposalBlock> {
+  const known = waitingEdits.get(panel) ?? new Map<string, ProposalBlock>();
+  waitingEdits.set(panel, known);
+  return known;
+}
+
+/** A card's answered look, for one the kernel says was answered or one answered on its cell (it cannot know). */
+function showAnswered(card: Element, text: string): void {
   if (card.classList.contains("ac-proposal-settled")) return;
   card.classList.add("ac-proposal-settled");
   for (const button of card.querySelectorAll("button")) button.disabled = true;
   const status = card.querySelector(".ac-proposal-status");
-  if (status) status.textContent = "Answered";
+  if (status) status.textContent = text;
+}
+
+/** After proposal `number` was answered (on its card or its cell): its cards and cell marks say so. */
+export function answered(panel: NotebookPanel, number: number, text: string): void {
+  for (const card of panel.content.node.querySelectorAll(".ac-proposal[data-proposal]")) {
+    if ((JSON.parse(card.getAttribute("data-proposal") ?? "{}") as { number?: number }).number === number) showAnswered(card, text);
+  }
+  const edits = editsOf(panel);
+  for (const [id, edit] of edits) if (edit.number === number) edits.delete(id);
+  decorate(panel);
 }
 
 async function seeCards(panel: NotebookPanel, placing: Set<number>): Promise<void> {
@@ -101,7 +120,8 @@ async function seeCards(panel: NotebookPanel, placing: Set<number>): Promise<voi
   for (const card of fresh) card.setAttribute("data-ac-seen", "");
   for (const card of fresh) {
     const proposal = JSON.parse(card.getAttribute("data-proposal") ?? "{}") as ProposalBlock;
-    if (!pending.includes(proposal.number)) showAnswered(card);
+    if (!pending.includes(proposal.number)) showAnswered(card, "Answered");
+    else if (proposal.action !== "insert" && proposal.cellId) editsOf(panel).set(proposal.cellId, proposal);
     else if (proposal.action === "insert" && !placing.has(proposal.number)) {
       placing.add(proposal.number);
       place(panel, proposal, card);
@@ -110,20 +130,21 @@ async function seeCards(panel: NotebookPanel, placing: Set<number>): Promise<voi
   decorate(panel);
 }
 
-function bar(cell: Cell, mark: ProposalMark): HTMLElement {
+/** The bar of a cell with a proposal waiting: what it is, then Accept / Accept & run / Reject (A / R / X). */
+function bar(number: number, what: string, proposal: () => object, run: boolean): HTMLElement {
   const el = document.createElement("div");
   el.className = "ac-proposed-bar";
   el.tabIndex = 0;
   el.setAttribute("role", "group");
-  el.setAttribute("aria-label", `Proposed cell ${mark.id}`);
+  el.setAttribute("aria-label", `Proposed ${number}`);
   const label = document.createElement("strong");
-  label.textContent = `Proposed ${mark.id}`;
-  el.append(label, " · the agent's proposal: edit it if you like, then");
+  label.textContent = `Proposed ${number}`;
+  el.append(label, ` · ${what}`);
   const ask = (answer: ProposalAnswer): void => {
-    const proposal = { number: mark.id, action: "insert", source: code(cell.model.sharedModel.getSource()) };
-    el.dispatchEvent(new CustomEvent(PROPOSAL_EVENT, { bubbles: true, cancelable: true, detail: { proposal, answer } }));
+    el.dispatchEvent(new CustomEvent(PROPOSAL_EVENT, { bubbles: true, cancelable: true, detail: { proposal: proposal(), answer } }));
   };
-  for (const [text, answer, key] of [["Accept", "accept", "A"], ["Accept & run", "run", "R"], ["Reject", "reject", "X"]] as const) {
+  const answers = [["Accept", "accept", "A"], ["Accept & run", "run", "R"], ["Reject", "reject", "X"]] as const;
+  for (const [text, answer, key] of answers.filter(([, answer]) => run || answer !== "run")) {
     const button = document.createElement("button");
     button.type = "button";
     button.className = `ac-button ac-proposal-${answer}`;
@@ -136,7 +157,7 @@ function bar(cell: Cell, mark: ProposalMark): HTMLElement {
   // As on the card: JupyterLab reads its shortcuts as keydown reaches the document, so "a" here is Accept.
   el.addEventListener("keydown", (event) => {
     const answer = ({ a: "accept", r: "run", x: "reject" } as Record<string, ProposalAnswer>)[event.key.toLowerCase()];
-    if (event.target !== el || event.ctrlKey || event.metaKey || event.altKey || !answer) return;
+    if (event.target !== el || event.ctrlKey || event.metaKey || event.altKey || !answer || (answer === "run" && !run)) return;
     event.preventDefault();
     event.stopPropagation();
     ask(answer);
@@ -144,18 +165,45 @@ function bar(cell: Cell, mark: ProposalMark): HTMLElement {
   return el;
 }
 
-/** Mark each pending proposed cell (class and bar), and unmark the answered ones. */
+function newCellBar(cell: Cell, mark: ProposalMark): HTMLElement {
+  const proposal = () => ({ number: mark.id, action: "insert", source: code(cell.model.sharedModel.getSource()) });
+  return bar(mark.id, "the agent's new cell: edit it if you like, then", proposal, true);
+}
+
+/** An edit's (or a deletion's) bar on the cell it is about, with the diff of its source and the proposal. */
+function editBar(cell: Cell, edit: ProposalBlock): HTMLElement {
+  const what = edit.action === "delete" ? "the agent proposes deleting this cell" : "the agent proposes this edit of the cell";
+  const el = bar(edit.number, what, () => edit, edit.action !== "delete");
+  el.classList.add("ac-proposed-edit");
+  const diff = document.createElement("pre");
+  diff.className = "ac-proposal-diff";
+  diff.setAttribute("aria-label", "changes");
+  const after = edit.action === "delete" ? "" : edit.source;
+  for (const line of lineDiff(edit.oldSource ?? code(cell.model.sharedModel.getSource()), after)) {
+    const row = document.createElement("div");
+    row.className = `ac-diff-line ac-diff-${line.sign === "+" ? "add" : line.sign === "-" ? "del" : "same"}`;
+    row.textContent = `${line.sign} ${line.text}`;
+    diff.append(row);
+  }
+  el.append(diff);
+  return el;
+}
+
+/** Mark each cell with a proposal waiting (class and bar), and unmark the answered ones. */
 export function decorate(panel: NotebookPanel): void {
+  const edits = editsOf(panel);
   for (const cell of panel.content.widgets) {
     const mark = markOf(cell.model.sharedModel as unknown as SharedCell);
+    const edit = edits.get(cell.model.id);
+    const key = mark?.status === "pending" ? `new ${mark.id}` : edit ? `edit ${edit.number}` : "";
     const shown = cell.node.querySelector(":scope > .ac-proposed-bar");
-    if (mark?.status === "pending") {
-      cell.addClass("ac-proposed-cell");
-      if (!shown) cell.node.prepend(bar(cell, mark));
-    } else if (shown) {
-      cell.removeClass("ac-proposed-cell");
-      shown.remove();
-    }
+    if (shown?.getAttribute("data-key") === key) continue;
+    shown?.remove();
+    cell.toggleClass("ac-proposed-cell", key !== "");
+    if (!key) continue;
+    const made = mark?.status === "pending" ? newCellBar(cell, mark) : editBar(cell, edit!);
+    made.setAttribute("data-key", key);
+    cell.node.prepend(made);
   }
 }
 
