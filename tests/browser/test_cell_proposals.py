@@ -1,9 +1,9 @@
 """The agent's proposed cells in JupyterLab with its default settings, the real kernel on a scripted model:
 each proposal is a card in the turn, and a new cell's also waits in place in the notebook, marked proposed;
 edited there, then Accept & run on its bar, it runs; an edit shows its diff and Reject leaves the cell as it
-was; a proposed cell left waiting survives save and reopen (its metadata) and is accepted from the keyboard
-alone, while a card answered before shows as answered; each answer reaches the session's log, for the next
-request."""
+was; a proposed cell left waiting survives save and reopen (its metadata) and is rejected from the keyboard
+alone, while a card answered before shows as answered; "Accept & run, always" holds for the session's later
+proposals; each answer reaches the session's log, for the next request."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ def test_a_proposed_cell_waits_in_place_is_edited_there_and_survives_reopening(p
     added.locator(".cm-content").click()  # the user edits the proposal in place before accepting it
     page.keyboard.press("Control+End")
     page.keyboard.type("  # checked")
-    added.locator(".ac-proposed-bar").get_by_role("button", name="Accept & run").click()
+    added.locator(".ac-proposed-bar").get_by_role("button", name="Accept & run", exact=True).click()
     expect(added.locator(".jp-OutputArea-output")).to_contain_text("y is 4", timeout=30_000)
     expect(added).not_to_have_class(re.compile(r"\bac-proposed-cell\b"))
     expect(added.locator(".ac-proposed-bar")).to_have_count(0)
@@ -125,15 +125,45 @@ def test_a_proposed_cell_waits_in_place_is_edited_there_and_survives_reopening(p
     expect(answered.nth(2).get_by_role("button", name="Accept", exact=True)).to_be_enabled()
     screenshot(page, "proposals-reopened")
     bar.focus()
-    page.keyboard.press("a")  # the bar's own key, not JupyterLab's "insert a cell above"
-    expect(heading.locator(".ac-proposed-bar")).to_have_count(0)
-    expect(cells(page)).to_have_count(7)
+    page.keyboard.press("x")  # the bar's own key: Reject takes the proposed cell out
+    expect(cells(page)).to_have_count(6)
+    expect(cells(page).nth(3).locator(".agentcell-turn")).to_have_count(1)
     screenshot(page, "proposals-keyboard")
     assert answers_when(page, lab, 3) == [
         (1, "accepted", True, "y = x * 2\nprint('y is', y)  # checked"),  # the model learns the source accepted
         (2, "rejected", False, None),
-        (3, "accepted", False, None),
+        (3, "rejected", False, None),
     ]
+
+
+def test_accept_and_run_always_holds_for_the_sessions_later_proposals(page: Page, lab: Lab) -> None:
+    first = {"action": "insert", "source": "print('first')"}
+    second = {"action": "insert", "source": "print('second')"}
+    propose = [[{"kind": "tool_call", "name": "notebook_edit", "input": i}] for i in (first, second)]
+    turns = [propose[0], [{"kind": "text", "text": "One."}], propose[1], [{"kind": "text", "text": "Two."}]]
+    model = script(lab, "always", [{"steps": steps} for steps in turns])
+    earlier = len(answers(lab))  # the lab's log holds the other tests' answers too
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "agentcell", "display_name": "agentcell", "language": "markdown"}
+    sources = {"model": model, "config": "%config AgentCell.propose_cells = True", "ask": "Print first."}
+    nb.cells = [nbformat.v4.new_code_cell(s, id=i) for i, s in sources.items()]
+    nb.cells.append(nbformat.v4.new_code_cell("Print second.", id="again"))
+    nbformat.write(nb, lab.root / "always.ipynb")
+    open_notebook(page, lab, "always.ipynb")
+    for index in range(3):
+        run_cell(page, index)
+        wait_cell_done(page, index)
+    proposed = cells(page).nth(3)
+    expect(proposed.locator(".ac-proposed-bar")).to_contain_text("Proposed 1", timeout=30_000)
+    proposed.get_by_role("button", name="Accept & run, always").click()
+    expect(proposed.locator(".jp-OutputArea-output")).to_contain_text("first", timeout=30_000)
+    run_cell(page, 4)  # the second request: its proposal is accepted and run as it comes
+    ran = cells(page).nth(5)
+    expect(ran.locator(".cm-content")).to_have_text("%%pythonprint('second')", timeout=30_000)
+    expect(ran.locator(".jp-OutputArea-output")).to_contain_text("second", timeout=30_000)
+    expect(page.locator(".jp-Cell.ac-proposed-cell")).to_have_count(0)
+    screenshot(page, "proposals-always")
+    assert answers_when(page, lab, earlier + 2)[earlier:] == [(1, "accepted", True, None), (2, "accepted", True, None)]
 
 
 @pytest.mark.parametrize("app", APPS)
@@ -168,7 +198,7 @@ def test_fix_on_a_traceback_proposes_an_edit_of_the_failing_cell(page: Page, lab
     on_cell = failed.locator(".ac-proposed-bar")  # the same proposal on the failing cell, with its diff
     expect(on_cell.locator(".ac-diff-line")).to_have_text(["- ratio = 1 / 0", "+ ratio = 1 / 2"])
     screenshot(page, f"fix-proposed-{app}")
-    on_cell.get_by_role("button", name="Accept & run").click()
+    on_cell.get_by_role("button", name="Accept & run", exact=True).click()
     expect(card.locator(".ac-proposal-status")).to_have_text(re.compile("Accepted"))
     expect(failed.locator(".cm-content")).to_have_text("%%pythonratio = 1 / 2")
     expect(failed.locator(".jp-OutputArea-output")).to_have_count(0, timeout=30_000)  # it ran, and raised nothing

@@ -83,6 +83,16 @@ function place(panel: NotebookPanel, proposal: ProposalBlock, card: Element): vo
   shared.insertCell(at, { cell_type: proposal.cellType === "markdown" ? "markdown" : "code", source: newSource(panel, proposal), metadata: { agentcell: { proposal: mark } } });
 }
 
+/**
+ * The kernels (sessions) whose user chose "Accept & run, always": later proposals are accepted and run as
+ * they come, like an approval allowed for the session; a new kernel asks again.
+ */
+const alwaysRun = new Set<string>();
+
+function kernelId(panel: NotebookPanel): string {
+  return panel.sessionContext.session?.kernel?.id ?? "";
+}
+
 /** Edits and deletions waiting, by the id of the cell they are about (known from their cards, not saved). */
 const waitingEdits = new WeakMap<NotebookPanel, Map<string, ProposalBlock>>();
 
@@ -126,12 +136,15 @@ async function seeCards(panel: NotebookPanel, placing: Set<number>): Promise<voi
       placing.add(proposal.number);
       place(panel, proposal, card);
     }
+    if (pending.includes(proposal.number) && proposal.action !== "delete" && alwaysRun.has(kernelId(panel))) {
+      card.dispatchEvent(new CustomEvent(PROPOSAL_EVENT, { bubbles: true, cancelable: true, detail: { proposal, answer: "run" } }));
+    }
   }
   decorate(panel);
 }
 
 /** The bar of a cell with a proposal waiting: what it is, then Accept / Accept & run / Reject (A / R / X). */
-function bar(number: number, what: string, proposal: () => object, run: boolean): HTMLElement {
+function bar(panel: NotebookPanel, number: number, what: string, proposal: () => object, run: boolean): HTMLElement {
   const el = document.createElement("div");
   el.className = "ac-proposed-bar";
   el.tabIndex = 0;
@@ -154,6 +167,18 @@ function bar(number: number, what: string, proposal: () => object, run: boolean)
     button.addEventListener("click", () => ask(answer));
     el.append(button);
   }
+  if (run) {
+    const always = document.createElement("button");
+    always.type = "button";
+    always.className = "ac-button ac-proposal-always";
+    always.textContent = "Accept & run, always";
+    always.title = "Accept and run this and every later proposal of this kernel session as it comes";
+    always.addEventListener("click", () => {
+      alwaysRun.add(kernelId(panel));
+      ask("run");
+    });
+    el.append(always);
+  }
   // As on the card: JupyterLab reads its shortcuts as keydown reaches the document, so "a" here is Accept.
   el.addEventListener("keydown", (event) => {
     const answer = ({ a: "accept", r: "run", x: "reject" } as Record<string, ProposalAnswer>)[event.key.toLowerCase()];
@@ -165,15 +190,15 @@ function bar(number: number, what: string, proposal: () => object, run: boolean)
   return el;
 }
 
-function newCellBar(cell: Cell, mark: ProposalMark): HTMLElement {
+function newCellBar(panel: NotebookPanel, cell: Cell, mark: ProposalMark): HTMLElement {
   const proposal = () => ({ number: mark.id, action: "insert", source: code(cell.model.sharedModel.getSource()) });
-  return bar(mark.id, "the agent's new cell: edit it if you like, then", proposal, true);
+  return bar(panel, mark.id, "the agent's new cell: edit it if you like, then", proposal, true);
 }
 
 /** An edit's (or a deletion's) bar on the cell it is about, with the diff of its source and the proposal. */
-function editBar(cell: Cell, edit: ProposalBlock): HTMLElement {
+function editBar(panel: NotebookPanel, cell: Cell, edit: ProposalBlock): HTMLElement {
   const what = edit.action === "delete" ? "the agent proposes deleting this cell" : "the agent proposes this edit of the cell";
-  const el = bar(edit.number, what, () => edit, edit.action !== "delete");
+  const el = bar(panel, edit.number, what, () => edit, edit.action !== "delete");
   el.classList.add("ac-proposed-edit");
   const diff = document.createElement("pre");
   diff.className = "ac-proposal-diff";
@@ -201,7 +226,7 @@ export function decorate(panel: NotebookPanel): void {
     shown?.remove();
     cell.toggleClass("ac-proposed-cell", key !== "");
     if (!key) continue;
-    const made = mark?.status === "pending" ? newCellBar(cell, mark) : editBar(cell, edit!);
+    const made = mark?.status === "pending" ? newCellBar(panel, cell, mark) : editBar(panel, cell, edit!);
     made.setAttribute("data-key", key);
     cell.node.prepend(made);
   }
