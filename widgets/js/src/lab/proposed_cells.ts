@@ -123,7 +123,8 @@ export function answered(panel: NotebookPanel, number: number, text: string): vo
 
 async function seeCards(panel: NotebookPanel, placing: Set<number>): Promise<void> {
   const unseen = (): Element[] => [...panel.content.node.querySelectorAll(".ac-proposal[data-proposal]:not([data-ac-seen])")];
-  if (unseen().length === 0) return;
+  // Only the agentcell kernel can say (a Python kernel showing saved cards is never asked).
+  if (unseen().length === 0 || panel.sessionContext.session?.kernel?.name !== "agentcell") return;
   const pending = await pendingProposals(panel);
   if (pending === null) return; // not ready yet (or no agentcell kernel): the next look asks again
   const fresh = unseen();
@@ -234,11 +235,27 @@ export function decorate(panel: NotebookPanel): void {
 
 export function followProposedCells(panel: NotebookPanel): void {
   const placing = new Set<number>();
-  const look = (): void => void seeCards(panel, placing);
+  // One question to the kernel at a time: the DOM changes with every keystroke, a card shows once.
+  let asking: Promise<void> | null = null;
+  let again = false;
+  const look = (): void => {
+    if (asking) {
+      again = true;
+      return;
+    }
+    asking = seeCards(panel, placing).finally(() => {
+      asking = null;
+      if (again) {
+        again = false;
+        look();
+      }
+    });
+  };
   new MutationObserver(look).observe(panel.content.node, { childList: true, subtree: true });
   void panel.context.ready.then(() => {
     decorate(panel);
     panel.content.model?.sharedModel.changed.connect(() => decorate(panel));
   });
   void panel.sessionContext.ready.then(look);
+  panel.sessionContext.kernelChanged.connect(look);
 }
