@@ -136,20 +136,21 @@ def test_a_proposed_cell_waits_in_place_is_edited_there_and_survives_reopening(p
     ]
 
 
-def test_accept_and_run_always_holds_for_the_sessions_later_proposals(page: Page, lab: Lab) -> None:
+@pytest.mark.parametrize("app", APPS)
+def test_accept_and_run_always_holds_for_the_sessions_later_proposals(page: Page, lab: Lab, app: str) -> None:
     first = {"action": "insert", "source": "print('first')"}
     second = {"action": "insert", "source": "print('second')"}
     propose = [[{"kind": "tool_call", "name": "notebook_edit", "input": i}] for i in (first, second)]
     turns = [propose[0], [{"kind": "text", "text": "One."}], propose[1], [{"kind": "text", "text": "Two."}]]
-    model = script(lab, "always", [{"steps": steps} for steps in turns])
+    model = script(lab, f"always-{app}", [{"steps": steps} for steps in turns])
     earlier = len(answers(lab))  # the lab's log holds the other tests' answers too
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "agentcell", "display_name": "agentcell", "language": "markdown"}
     sources = {"model": model, "config": "%config AgentCell.propose_cells = True", "ask": "Print first."}
     nb.cells = [nbformat.v4.new_code_cell(s, id=i) for i, s in sources.items()]
     nb.cells.append(nbformat.v4.new_code_cell("Print second.", id="again"))
-    nbformat.write(nb, lab.root / "always.ipynb")
-    open_notebook(page, lab, "always.ipynb")
+    nbformat.write(nb, lab.root / f"always-{app}.ipynb")
+    open_notebook(page, lab, f"always-{app}.ipynb", app=app)
     for index in range(3):
         run_cell(page, index)
         wait_cell_done(page, index)
@@ -162,7 +163,7 @@ def test_accept_and_run_always_holds_for_the_sessions_later_proposals(page: Page
     expect(ran.locator(".cm-content")).to_have_text("%%pythonprint('second')", timeout=30_000)
     expect(ran.locator(".jp-OutputArea-output")).to_contain_text("second", timeout=30_000)
     expect(page.locator(".jp-Cell.ac-proposed-cell")).to_have_count(0)
-    screenshot(page, "proposals-always")
+    screenshot(page, f"proposals-always-{app}")
     assert answers_when(page, lab, earlier + 2)[earlier:] == [(1, "accepted", True, None), (2, "accepted", True, None)]
 
 
