@@ -64,3 +64,18 @@ describe("a proposed cell", () => {
     ]);
   });
 });
+
+describe("a proposed cell's mark", () => {
+  it("carries the proposal on the card for the extension, and reads back from a cell's metadata", async () => {
+    const root = paint(log.turns[0] ?? []);
+    const card = root.querySelector<HTMLElement>(".ac-proposal");
+    const carried = JSON.parse(card?.getAttribute("data-proposal") ?? "{}") as { number?: number; action?: string };
+    expect(carried).toMatchObject({ number: 1, action: "insert" });
+    const { markOf } = await import("../src/lab/proposed_cells");
+    const cell = (metadata: unknown) => ({ id: "c", getSource: () => "", getMetadata: () => metadata, setMetadata: () => undefined });
+    expect(markOf(cell({ proposal: { id: 1, status: "pending", source: "x = 1" } }))).toEqual({ id: 1, status: "pending", source: "x = 1" });
+    expect(markOf(cell({ proposal: { id: 1, status: "accepted" } }))?.status).toBe("accepted");
+    expect(markOf(cell({ proposal: 1 }))).toBeNull(); // what a card-accepted cell carried before marks had a status: not waiting
+    expect(markOf(cell(undefined))).toBeNull();
+  });
+});

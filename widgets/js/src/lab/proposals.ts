@@ -14,30 +14,30 @@ import { Notification } from "@jupyterlab/apputils";
 import { INotebookTracker, NotebookActions, type NotebookPanel } from "@jupyterlab/notebook";
 import type { ProposalBlock } from "../state";
 import { PROPOSAL_EVENT, type ProposalAnswer } from "../view/proposal";
-import { cellOf } from "./cell_of";
-
-const PYTHON = "%%python\n";
+import { answered, code, followProposedCells, insertIndex, markOf, newSource, pendingProposals, placedIndex, PYTHON, setMark } from "./proposed_cells";
 
 type Outcome = { outcome: "accepted" | "rejected" | "failed"; cellId: string | null; message: string; run: number | null };
-
-function code(source: string): string {
-  return source.startsWith(PYTHON) ? source.slice(PYTHON.length) : source;
-}
 
 function apply(panel: NotebookPanel, proposal: ProposalBlock, answer: ProposalAnswer, from: EventTarget | null): Outcome {
   const notebook = panel.content;
   const shared = notebook.model!.sharedModel;
   const ids = shared.cells.map((cell) => cell.id);
+  const placed = proposal.action === "insert" ? placedIndex(panel, proposal.number) : -1;
+  if (placed >= 0) {
+    // Already in the notebook as a proposed cell: Reject takes it out, Accept keeps it (as the user left it).
+    const cell = shared.cells[placed]!;
+    if (answer === "reject") {
+      shared.deleteCell(placed);
+      return { outcome: "rejected", cellId: null, message: "", run: null };
+    }
+    if (code(cell.getSource()) !== proposal.source) cell.setSource((cell.getSource().startsWith(PYTHON) ? PYTHON : "") + proposal.source);
+    setMark(cell, { ...markOf(cell)!, status: "accepted" });
+    return { outcome: "accepted", cellId: cell.id, message: "", run: placed };
+  }
   if (answer === "reject") return { outcome: "rejected", cellId: null, message: "", run: null };
-  const agentcell = panel.sessionContext.session?.kernel?.name === "agentcell";
   if (proposal.action === "insert") {
-    const anchor = proposal.cellId ?? proposal.turnCellId;
-    const owner = cellOf(notebook, from);
-    let at = anchor && ids.includes(anchor) ? ids.indexOf(anchor) : owner ? notebook.widgets.indexOf(owner) : ids.length - 1;
-    if (proposal.position !== "before") at += 1;
-    const markdown = proposal.cellType === "markdown";
-    const source = markdown || !agentcell ? proposal.source : PYTHON + proposal.source;
-    shared.insertCell(at, { cell_type: markdown ? "markdown" : "code", source, metadata: { agentcell: { proposal: proposal.number } } });
+    const at = insertIndex(panel, proposal, from);
+    shared.insertCell(at, { cell_type: proposal.cellType === "markdown" ? "markdown" : "code", source: newSource(panel, proposal), metadata: { agentcell: { proposal: { id: proposal.number, status: "accepted", source: proposal.source } } } });
     return { outcome: "accepted", cellId: shared.cells[at]?.id ?? null, message: "", run: at };
   }
   const index = proposal.cellId ? ids.indexOf(proposal.cellId) : -1;
@@ -63,23 +63,31 @@ function answerProposal(panel: NotebookPanel, event: Event): void {
   if (!proposal || !answer || !model || model.readOnly || !kernel) return;
   event.preventDefault();
   // A reopened notebook's card cannot know it was answered since: the kernel says which still wait.
-  const asked = kernel.requestExecute({ code: "", silent: true, store_history: false, user_expressions: { pending: "__agentcell__.pending_proposals()" } });
   const target = event.target;
-  void asked.done.then((reply) => {
-    const said = (reply.content as { user_expressions?: Record<string, { status?: string; data?: Record<string, unknown> }> }).user_expressions?.pending;
-    const pending = said?.status === "ok" ? String(said.data?.["text/plain"] ?? "") : "";
-    if (!new RegExp(`[\\[ ]${proposal.number}[,\\]]`).test(pending)) {
+  void pendingProposals(panel).then((pending) => {
+    if (!pending?.includes(proposal.number)) {
       Notification.warning(`Proposal ${proposal.number} was answered already; nothing was changed.`, { autoClose: 8000 });
       return;
     }
-    settle(panel, proposal, answer, target);
+    settle(panel, withPlacedSource(panel, proposal), answer, target);
   });
+}
+
+/** A placed proposal's answer is about the cell as the user left it, unless its card's copy was edited. */
+function withPlacedSource(panel: NotebookPanel, proposal: ProposalBlock): ProposalBlock {
+  const at = proposal.action === "insert" ? placedIndex(panel, proposal.number) : -1;
+  const cell = at >= 0 ? panel.content.model!.sharedModel.cells[at] : undefined;
+  if (!cell) return proposal;
+  const proposed = markOf(cell)?.source ?? proposal.source;
+  const fromCard = (proposal as ProposalBlock & { proposedSource?: string }).proposedSource !== undefined && proposal.source !== proposed;
+  return { ...proposal, source: fromCard ? proposal.source : code(cell.getSource()), proposedSource: proposed } as ProposalBlock;
 }
 
 function settle(panel: NotebookPanel, proposal: ProposalBlock, answer: ProposalAnswer, target: EventTarget | null): void {
   const kernel = panel.sessionContext.session?.kernel;
   if (!kernel) return;
   const done = apply(panel, proposal, answer, target);
+  answered(panel, proposal.number, done.outcome === "failed" ? "Could not be applied" : answer === "reject" ? "Rejected" : "Accepted");
   const run = answer === "run" && done.run !== null;
   // JSON strings are Python string literals too; null is not.
   const cellId = done.cellId === null ? "None" : JSON.stringify(done.cellId);
@@ -104,6 +112,7 @@ function settle(panel: NotebookPanel, proposal: ProposalBlock, answer: ProposalA
 }
 
 function follow(panel: NotebookPanel): void {
+  followProposedCells(panel);
   panel.node.addEventListener(PROPOSAL_EVENT, (event) => answerProposal(panel, event));
 }
 

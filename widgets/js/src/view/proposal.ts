@@ -88,7 +88,8 @@ export class ProposalCard {
     const actions = h("div", { class: "ac-proposal-actions" }, ...this.buttons, this.status);
     this.el = h(
       "section",
-      { class: "ac-proposal", role: "group", "aria-label": title, tabindex: "0" },
+      // data-proposal: the extension places a new cell's proposal in the notebook (lab/proposed_cells.ts).
+      { class: "ac-proposal", role: "group", "aria-label": title, tabindex: "0", "data-proposal": JSON.stringify(block) },
       h("div", { class: "ac-proposal-title" }, h("strong", {}, title), block.note ? ` · ${block.note}` : ""),
       code,
       h("p", { class: "ac-note ac-proposal-help" }, `Without agentcell's JupyterLab extension: run %accept ${block.number} or %reject ${block.number} in a cell.`),
