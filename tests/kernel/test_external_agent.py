@@ -235,6 +235,7 @@ def test_agents_that_are_missing_fail_to_start_or_exit_mid_turn_fail_the_cell_no
         assert broke.status == "error" and broke.reply["ename"] == "TurnError"
         assert "broke off mid-turn (exit status 7)" in broke.reply["evalue"]
         assert "the agent gave up" in broke.reply["evalue"]
+        assert "before it wrote 'this is not JSON' on its stdout" in broke.reply["evalue"]
 
         assert execute(kc, "%agent local").status == "ok"
         assert execute(kc, "%%python\n6 * 7").displays[0]["text/plain"] == "42"  # the kernel is alive and answers
@@ -387,3 +388,81 @@ def test_a_recorded_exchange_replays_with_no_agent_installed(
         assert km.is_alive()
     # no agent ran: no session of its own was made (the kernel goes on with the notebook's)
     assert {s for s, _, _ in _events(kernel_env["AGENTCELL_DB"])} == agents_before
+
+
+MISBEHAVING = Path(__file__).with_name("misbehaving_agent.py")
+
+
+def _gone(log: Path) -> bool:
+    """Whether the misbehaving agent's process (its pid, the log's first line) has ended and been reaped."""
+    pid = log.read_text().splitlines()[0].removeprefix("pid ")
+    return not Path(f"/proc/{pid}").exists()
+
+
+def test_an_agent_writing_garbage_on_stdout_fails_the_cell_and_is_stopped_its_words_kept(
+    kernel_env: dict[str, str], notebook: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "garbage.log"
+    with running_kernel(kernel_env, cwd=notebook) as (km, kc):
+        execute(kc, "%config AgentCell.renderer = 'markdown'")
+        execute(kc, f"%agent acp -- {sys.executable} {MISBEHAVING} garbage {log}")
+        failed = execute(kc, "hello", timeout=60)
+        assert failed.status == "error" and failed.reply["ename"] == "TurnError"
+        said = failed.reply["evalue"]
+        assert "wrote something that is not ACP (JSON-RPC) on its stdout during the turn" in said
+        assert "'this is not JSON: a log line on the wrong stream'" in said
+        assert "Partial answer, before it went wrong." in failed.final_markdown  # the cell keeps its words
+        assert _gone(log)  # it did not exit by itself: the kernel stopped it
+        session_id = _kernel_session(kc)
+        again = execute(kc, "hello again", timeout=60)  # a new process, which fails the same way
+        assert again.status == "error" and "not ACP" in again.reply["evalue"]
+        assert execute(kc, "%agent local").status == "ok"
+        assert execute(kc, "%%python\n6 * 7").displays[0]["text/plain"] == "42"
+        assert km.is_alive()
+    ours = [(t, p) for s, t, p in _events(kernel_env["AGENTCELL_DB"]) if s == session_id]
+    assert [p["content"][0]["text"] for t, p in ours if t == "agent.message"] == [
+        "Partial answer, before it went wrong."
+    ] * 2
+    errors = [p["error"]["message"] for t, p in ours if t == "session.error"]
+    assert len(errors) == 2 and all("this is not JSON" in e for e in errors)
+    assert [p["stop_reason"]["type"] for t, p in ours if t == "session.status_idle"] == ["error", "error"]
+    assert log.read_text().count("session/prompt") == 2
+
+
+def test_an_agent_that_never_answers_is_cancelled_by_stop_then_killed_after_a_grace(
+    kernel_env: dict[str, str], notebook: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "deaf.log"
+    with running_kernel(kernel_env, cwd=notebook) as (km, kc):
+        execute(kc, "%config AgentCell.renderer = 'markdown'")
+        execute(kc, f"%agent acp -- {sys.executable} {MISBEHAVING} deaf {log}")
+        msg_id = kc.execute("hello", stop_on_error=False)
+        shown: list[str] = []
+        while not any("Partial answer" in s for s in shown):  # its first words are in the cell: it hangs now
+            msg = kc.get_iopub_msg(timeout=60)
+            if msg["parent_header"].get("msg_id") == msg_id:
+                shown.append(msg["content"].get("data", {}).get("text/markdown", ""))
+        km.interrupt_kernel()
+        while True:
+            msg = kc.get_iopub_msg(timeout=60)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+            shown.append(msg["content"].get("data", {}).get("text/markdown", ""))
+        reply = kc.get_shell_msg(timeout=30)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = kc.get_shell_msg(timeout=30)
+        assert reply["content"]["status"] == "error"
+        assert "did not end its turn within 3 s of session/cancel; it was stopped" in shown[-1]
+        assert "session/cancel" in log.read_text().splitlines()  # Stop reached it as session/cancel
+        assert _gone(log)  # it ignores SIGTERM: the kernel killed it
+        session_id = _kernel_session(kc)
+        assert "answers this notebook (" in execute(kc, "%agent acp").stdout  # still chosen, starts anew
+        assert execute(kc, "%%python\n6 * 7").displays[0]["text/plain"] == "42"
+        assert km.is_alive()
+    ours = [(t, p) for s, t, p in _events(kernel_env["AGENTCELL_DB"]) if s == session_id]
+    [cut] = [p for t, p in ours if t == "agent.message"]
+    assert cut["content"][0]["text"] == "Partial answer, before it went wrong." and cut["interrupted"]
+    assert [p["error"]["type"] for t, p in ours if t == "session.error"] == ["external_agent_error"]
+    assert [p["stop_reason"]["type"] for t, p in ours if t == "session.status_idle"] == ["interrupted"]

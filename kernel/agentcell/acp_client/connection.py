@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import secrets
 import shutil
 import tempfile
 from asyncio.subprocess import PIPE
@@ -49,6 +51,10 @@ STOP_GRACE = 2.0
 """Seconds an agent has to exit after its stdin closes, then after SIGTERM."""
 START_TIMEOUT = 60.0
 """Seconds an agent has to answer ``initialize`` and ``session/new``."""
+GARBAGE_QUOTE = 200
+"""Characters of a line that is not ACP the failure quotes."""
+GARBLED = "agentcell/garbled"
+"""The extension notification the stdout filter passes on in place of the first line that is not ACP."""
 
 
 class _Client:
@@ -64,6 +70,11 @@ class _Client:
         # Not awaiting anything keeps the updates in the order they came (each runs as its own task).
         if (turn := self.agent.turn) is not None and session_id == self.agent.session_id:
             turn.updates.apply(update)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        agent = self.agent
+        if method == GARBLED and params.get("token") == agent._token:  # the agent cannot forge it
+            agent.garbled.set()
 
     async def request_permission(
         self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
@@ -116,8 +127,14 @@ class ExternalAgent:
         """Settings asked for (``%agent acp set``) and not yet sent: sent before the next prompt."""
         self.reported_cost: Decimal | None = None
         """The agent's cumulative cost for its session, as it last reported it."""
+        self.garbage: str | None = None
+        """The first line the agent wrote on stdout that is not a JSON-RPC message, once it wrote one."""
+        self.garbled = asyncio.Event()
+        """Set once it did: its turn fails at once, rather than waiting for an answer among the garbage."""
         self._stderr: IO[bytes] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self._token = ""
 
     @property
     def running(self) -> bool:
@@ -148,8 +165,14 @@ class ExternalAgent:
                     f"{self.name} could not be started ({' '.join(self.command)}): {exc}"
                 ) from None
             self.process = process
+            self.garbage, self.garbled, self._token = None, asyncio.Event(), secrets.token_hex(8)
+            assert process.stdout is not None
+            # The SDK skips a line that is not JSON and goes on waiting: an agent that writes garbage would
+            # hang its turn. Its lines pass through here first, so the turn hears of it.
+            frames = asyncio.StreamReader(limit=1 << 24)
+            self._pump = asyncio.create_task(self._filter(process.stdout, frames))
             client = cast("Client", _Client(self))  # the SDK's protocol names every optional method
-            conn = self.conn = ClientSideConnection(client, process.stdin, process.stdout)
+            conn = self.conn = ClientSideConnection(client, process.stdin, frames)
             self._loop = asyncio.get_running_loop()
             capabilities = ClientCapabilities(
                 fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=False
@@ -182,12 +205,59 @@ class ExternalAgent:
         return conn
 
     async def _answer(self, request: Any, method: str) -> Any:
+        answer = asyncio.ensure_future(request)
+        garbled = asyncio.ensure_future(self.garbled.wait())
         try:
-            return await asyncio.wait_for(request, START_TIMEOUT)
-        except TimeoutError:
-            raise ExternalAgentError(f"{self.name} did not answer {method} within {START_TIMEOUT:.0f} s") from None
+            await asyncio.wait({answer, garbled}, timeout=START_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
+            if answer.done():
+                return answer.result()
+            if garbled.done():
+                raise self.garbled_failure(f"at {method}")
+            raise ExternalAgentError(f"{self.name} did not answer {method} within {START_TIMEOUT:.0f} s")
         except (ConnectionError, RequestError) as exc:
             raise self.failure(f"{self.name} failed at {method}: {exc}") from None
+        finally:
+            answer.cancel()
+            garbled.cancel()
+
+    async def _filter(self, source: asyncio.StreamReader, frames: asyncio.StreamReader) -> None:
+        """Pass the agent's JSON-RPC lines on to the connection; at the first that is not one, a marker
+        the connection hands back (``ext_notification``) after what came before it: the turn fails with
+        the agent's words so far shown."""
+        partial: list[bytes] = []  # a long message comes in many chunks: joined once, when its line ends
+        try:
+            while chunk := await source.read(1 << 16):
+                if b"\n" not in chunk:
+                    partial.append(chunk)
+                    continue
+                lines = b"".join([*partial, chunk]).split(b"\n")
+                partial = [lines.pop()]
+                frames.feed_data(b"".join(self._framed(line) for line in lines))
+        except (OSError, ValueError):  # its stdout broke: the connection ends as when it closes
+            pass
+        finally:
+            if rest := b"".join(partial):
+                frames.feed_data(self._framed(rest))
+            frames.feed_eof()
+
+    def _framed(self, line: bytes) -> bytes:
+        """``line`` passed on when it may be a JSON-RPC message (an object; the SDK parses it); the first
+        that is not one kept, and the marker passed on in its place."""
+        stripped = line.strip()
+        if not stripped or (stripped[:1] == b"{" and stripped[-1:] == b"}"):
+            return line + b"\n"
+        if self.garbage is not None:
+            return b""
+        self.garbage = stripped[:GARBAGE_QUOTE].decode(errors="replace")
+        marker = {"jsonrpc": "2.0", "method": f"_{GARBLED}", "params": {"token": self._token}}
+        return json.dumps(marker).encode() + b"\n"
+
+    def garbled_failure(self, when: str) -> ExternalAgentError:
+        """The agent wrote something on stdout that is not ACP ``when``: what it was, and that it is stopped."""
+        return self.failure(
+            f"{self.name} wrote something that is not ACP (JSON-RPC) on its stdout {when}: {self.garbage!r}; "
+            "it was stopped, the next message starts it again"
+        )
 
     def failure(self, what: str) -> ExternalAgentError:
         """``what`` happened to the agent, with the end of what it wrote on stderr."""
@@ -236,16 +306,19 @@ class ExternalAgent:
 
     # ------------------------------------------------------------------------------------------ stopping
 
-    async def aclose(self) -> None:
-        """Stop the agent: its stdin closed, then terminated if it lingers, then killed."""
-        conn, process = self.conn, self.process
-        self.conn, self.process, self.session_id = None, None, None
+    async def aclose(self, *, kill: bool = False) -> None:
+        """Stop the agent: its stdin closed, then terminated if it lingers, then killed; at once killed with
+        ``kill`` (it is stuck, and the interrupted turn that waits for it has little time)."""
+        conn, process, pump = self.conn, self.process, self._pump
+        self.conn, self.process, self.session_id, self._pump = None, None, None, None
         try:
             if conn is not None:
                 with contextlib.suppress(Exception):
                     await conn.close()
             if process is not None:
-                await _stop(process)
+                await _stop(process, kill=kill)
+            if pump is not None:
+                pump.cancel()
         finally:
             if self._stderr is not None:
                 self._stderr.close()
@@ -272,11 +345,11 @@ def _values(option: SessionConfigOptionSelect) -> list[str]:
     return values
 
 
-async def _stop(process: asyncio.subprocess.Process) -> None:
+async def _stop(process: asyncio.subprocess.Process, *, kill: bool = False) -> None:
     if process.stdin is not None:
         with contextlib.suppress(Exception):
             process.stdin.close()
-    for signal_it in (None, process.terminate, process.kill):
+    for signal_it in (process.kill,) if kill else (None, process.terminate, process.kill):
         if signal_it is not None:
             with contextlib.suppress(ProcessLookupError):
                 signal_it()
