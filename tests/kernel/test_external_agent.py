@@ -297,21 +297,29 @@ def test_a_restarted_kernel_goes_on_with_the_same_agent_and_loads_its_session(
         execute(kc, "%agent acp agentcell")
         assert "Noted: kiwi." in execute(kc, "The word is kiwi.", timeout=90).final_markdown
         session_id = _kernel_session(kc)
+        # %agent show says who answers instead of the model it names: the command, and the agent's session
+        command = f"{sys.executable} -m agentcell.cli acp"
+        running = re.search(rf"answers this notebook \({re.escape(command)}; running, session (\S+)\)$",
+                            execute(kc, "%agent show").stdout, re.M)  # fmt: skip
+        assert running is not None
+        theirs_id = running.group(1)
         km.restart_kernel(now=True)
         kc.wait_for_ready(timeout=60)
         shown = execute(kc, "%agent acp")
-        assert "agentcell" in shown.stdout and "starts at the next message" in shown.stdout
+        assert f"({command}; starts at the next message, loading its session {theirs_id})" in shown.stdout
         execute(kc, "%config AgentCell.renderer = 'markdown'")
         again = execute(kc, "What was the word?", timeout=90)
         assert again.status == "ok" and "Noted: kiwi." in again.final_markdown  # a new agent process
+        assert f"; running, session {theirs_id})" in execute(kc, "%agent show").stdout
         assert _kernel_session(kc) == session_id
         assert "own engine answers again" in execute(kc, "%agent local").stdout
+        assert "answers this notebook" not in execute(kc, "%agent show").stdout
         km.restart_kernel(now=True)
         kc.wait_for_ready(timeout=60)
         assert "agentcell's own engine answers this notebook" in execute(kc, "%agent acp").stdout
     events = _events(kernel_env["AGENTCELL_DB"])
     theirs = {s for s, _, _ in events if s != session_id}
-    assert len(theirs) == 1  # the restarted kernel's agent loaded the session the first one made
+    assert theirs == {theirs_id}  # the restarted kernel's agent loaded the session the first one made
     prompts = [p["content"][0]["text"] for s, t, p in events if s in theirs and t == "user.message"]
     assert [p.strip() for p in prompts] == ["The word is kiwi.", "What was the word?"]
 

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 from IPython.core.error import UsageError
 
 if TYPE_CHECKING:
+    from ...acp_client import ExternalAgent
     from ..host import NotebookAgent
 
-__all__ = ["EXTERNAL_HELP", "external_agent"]
+__all__ = ["EXTERNAL_HELP", "describe", "external_agent", "local_agent"]
 
 EXTERNAL_HELP = (
     "%agent acp NAME | %agent acp -- COMMAND [ARGS…] | %agent acp [set ID VALUE] | %agent local  an ACP agent "
@@ -89,8 +90,19 @@ def _show(host: NotebookAgent) -> None:
     if agent is None:
         print("agentcell's own engine answers this notebook; `%agent acp NAME` hands it to an ACP agent")
         return
-    state = "running" if agent.running else "starts at the next message"
-    print(f"{agent.agent_info} answers this notebook ({' '.join(agent.command)}; {state})")
+    print(describe(agent))
     for option in agent.options:
         values = ", ".join(getattr(o, "value", "?") for o in option.options)
         print(f"  {option.id} = {option.current_value}  ({values})")
+
+
+def describe(agent: ExternalAgent) -> str:
+    """Which external agent answers the notebook: its command, and its session (the one it runs, or the one
+    it loads when it starts again after a kernel restart)."""
+    if agent.running:
+        state = f"running, session {agent.session_id}"
+    elif agent.resume:
+        state = f"starts at the next message, loading its session {agent.resume}"
+    else:
+        state = "starts at the next message"
+    return f"{agent.agent_info} answers this notebook ({' '.join(agent.command)}; {state})"
