@@ -223,7 +223,8 @@ def test_agents_that_are_missing_fail_to_start_or_exit_mid_turn_fail_the_cell_no
         assert "claude-agent-acp is not installed" in missing.reply["evalue"]
         assert "npm install -g @zed-industries/claude-agent-acp" in missing.reply["evalue"]
         unknown = execute(kc, "%agent acp nosuchagent")
-        assert unknown.status == "error" and "known: claude, codex, gemini, agentcell" in unknown.reply["evalue"]
+        assert unknown.status == "error"
+        assert "known: claude, codex, gemini, opencode, agentcell" in unknown.reply["evalue"]
 
         execute(kc, f"%agent acp -- {sys.executable} -c 'import sys; sys.stderr.write(\"no key\"); sys.exit(3)'")
         failed = execute(kc, "hello", timeout=60)

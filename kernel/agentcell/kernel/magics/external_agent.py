@@ -1,7 +1,7 @@
 """``%agent acp …`` and ``%agent local``: who answers this notebook's messages.
 
 ``%agent acp NAME`` starts one of the agents agentcell knows (``claude``, ``codex``, ``gemini``,
-``agentcell``) at the next turn, ``%agent acp -- COMMAND [ARGS…]`` any other ACP agent; ``%agent acp``
+``opencode``, ``agentcell``) at the next turn, ``%agent acp -- COMMAND [ARGS…]`` any other ACP agent; ``%agent acp``
 shows which one answers and its own settings (model, mode…), ``%agent acp set ID VALUE`` changes one before
 the next message; ``%agent local`` goes back to agentcell's own engine.
 """
@@ -21,9 +21,9 @@ __all__ = ["EXTERNAL_HELP", "describe", "external_agent", "local_agent"]
 
 EXTERNAL_HELP = (
     "%agent acp NAME | %agent acp -- COMMAND [ARGS…] | %agent acp [set ID VALUE] | %agent local  an ACP agent "
-    "answers this notebook's messages (NAME: claude, codex, gemini or agentcell), with the same cards, approvals "
-    "and budget; `%agent acp` shows it and its own settings, `set` changes one, `%agent local` returns to "
-    "agentcell's own engine"
+    "answers this notebook's messages (NAME: claude, codex, gemini, opencode or agentcell), with the same cards, "
+    "approvals and budget; `%agent acp` shows it and its own settings, `set` changes one, `%agent local` returns "
+    "to agentcell's own engine"
 )
 
 
