@@ -113,6 +113,23 @@ def external_agent_kernel(env: dict[str, str], cwd: Path, agent: str) -> Iterato
         km.shutdown_kernel(now=True)
 
 
+def allowed_file_write(d: Any, label: str, target: Path) -> list[dict[str, Any]]:
+    """Send "Write the file." to the external agent of ``external_agent_kernel`` ``d``; check that it asks (as
+    ``label``) with ``target`` not yet written, allow once, and return the turn's final widget state."""
+    d.execute("Write the file.")
+    d.until(lambda m: d.comm_id is not None, 120)
+    assert d.announce()["approvals"] is True
+    request = d.until_item("widget.approval_request", 120)
+    assert f"{label} (an external agent) asks before this call" in request["reason"]
+    assert not target.exists()  # nothing written before the answer
+    d.send({"type": "approval", "tool_use_id": request["tool_use_id"], "result": "allow", "remember": "once"})
+    d.until_item("agent.tool_result", 120, tool_use_id=request["tool_use_id"])
+    d.until_idle(120)
+    state: list[dict[str, Any]] = d.final_state
+    assert [c["result"] for c in state if c["type"] == "user.tool_confirmation"] == ["allow"]
+    return state
+
+
 def write_script(path: Path, responses: list[dict[str, Any]]) -> str:
     """Write a scripted-provider script; returns the model name that plays it."""
     path.write_text(json.dumps(responses))

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from ..providers.conftest import Recorded, Reply, SSEServer, sse_body
-from .conftest import execute, external_agent_kernel, running_kernel
+from .conftest import allowed_file_write, execute, external_agent_kernel, running_kernel
 
 pytestmark = pytest.mark.slow
 
@@ -161,19 +161,9 @@ def test_opencodes_file_write_waits_for_the_widgets_approval(opencode_env: dict[
 
     server.queue(*[answer] * 20)
     with external_agent_kernel(opencode_env, folder, "opencode") as d:
-        d.execute("Write the file.")
-        d.until(lambda m: d.comm_id is not None, 120)
-        assert d.announce()["approvals"] is True
-        request = d.until_item("widget.approval_request", 120)
-        assert "OpenCode (an external agent) asks before this call" in request["reason"]
-        assert not target.exists()  # nothing written before the answer
-        d.send({"type": "approval", "tool_use_id": request["tool_use_id"], "result": "allow", "remember": "once"})
-        d.until_item("agent.tool_result", 120, tool_use_id=request["tool_use_id"])
-        d.until_idle(120)
-        state = d.final_state
+        state = allowed_file_write(d, "OpenCode", target)
         [use] = [i for i in state if i["type"] == "agent.tool_use"]
         assert use["input"]["kind"] == "edit" and str(target) in json.dumps(use["input"])
-        assert [c["result"] for c in state if c["type"] == "user.tool_confirmation"] == ["allow"]
         assert target.read_text() == "written by OpenCode\n"
         [tool] = [r for r in _main_requests(server) if _answered_tool(r)]  # the model heard the write succeed
         assert "Wrote file successfully." in json.dumps(tool.body["messages"])

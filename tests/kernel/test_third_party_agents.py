@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ..providers.conftest import Recorded, Reply, SSEServer, json_reply, sse_reply
-from .conftest import execute, external_agent_kernel, running_kernel
+from .conftest import allowed_file_write, execute, external_agent_kernel, running_kernel
 
 pytestmark = pytest.mark.slow
 
@@ -152,17 +152,7 @@ def test_claude_codes_file_write_waits_for_the_widgets_approval(claude_env: dict
 
     server.queue(*[answer] * 20)
     with external_agent_kernel(claude_env, folder, "claude") as d:
-        d.execute("Write the file.")
-        d.until(lambda m: d.comm_id is not None, 120)
-        assert d.announce()["approvals"] is True
-        request = d.until_item("widget.approval_request", 120)
-        assert "Claude Agent (an external agent) asks before this call" in request["reason"]
-        assert not target.exists()  # nothing written before the answer
-        d.send({"type": "approval", "tool_use_id": request["tool_use_id"], "result": "allow", "remember": "once"})
-        d.until_item("agent.tool_result", 120, tool_use_id=request["tool_use_id"])
-        d.until_idle(120)
-        state = d.final_state
+        state = allowed_file_write(d, "Claude Agent", target)
         [use] = [i for i in state if i["type"] == "agent.tool_use"]
         assert use["input"]["file_path"] == str(target) and use["input"]["kind"] == "edit"
-        assert [c["result"] for c in state if c["type"] == "user.tool_confirmation"] == ["allow"]
         assert target.read_text() == "written by Claude Code\n"
