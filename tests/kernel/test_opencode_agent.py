@@ -11,14 +11,20 @@ from __future__ import annotations
 import json
 import os
 import re
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ..providers.conftest import Recorded, Reply, SSEServer, sse_body
-from .conftest import allowed_file_write, execute, external_agent_kernel, running_kernel
+from .conftest import (
+    allowed_file_write,
+    execute,
+    external_agent_kernel,
+    first_external_turn,
+    running_kernel,
+    stopped_mid_reply,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -119,12 +125,7 @@ def test_opencode_answers_a_notebook_turn_and_stop_cancels_it(opencode_env: dict
     server.queue(*[answer] * 40)
     folder = Path(opencode_env["JPY_SESSION_NAME"]).parent
     with running_kernel(opencode_env, cwd=folder) as (km, kc):
-        execute(kc, "%config AgentCell.renderer = 'markdown'")
-        chosen = execute(kc, "%agent acp opencode")
-        assert chosen.status == "ok", chosen.reply
-        turn = execute(kc, "Say hello.", timeout=120)
-        assert turn.status == "ok", turn.reply
-        assert TEXT in turn.final_markdown
+        assert TEXT in first_external_turn(kc, "opencode", "Say hello.").final_markdown
         [asked] = [r for r in _main_requests(server) if "Say hello." in _user_text(r)]  # it reached the model
         assert asked.body["model"] == "loop-model" and asked.headers["authorization"] == "Bearer sk-loopback-test"
         shown = execute(kc, "%agent show").stdout  # who answers: OpenCode, its command and session
@@ -132,18 +133,9 @@ def test_opencode_answers_a_notebook_turn_and_stop_cancels_it(opencode_env: dict
             r"^OpenCode \S+ answers this notebook \(opencode acp; running, session ses_\w+\)$", shown, re.M
         )
         assert "model = loop/loop-model" in execute(kc, "%agent acp").stdout  # its own settings
-
-        msg_id = kc.execute("Count slowly.", stop_on_error=False)
-        deadline = time.monotonic() + 120
-        while not any("Count slowly" in _user_text(r) for r in _main_requests(server)):  # its reply streams
-            assert time.monotonic() < deadline, "OpenCode never sent the request"
-            time.sleep(0.05)
-        time.sleep(1)
-        km.interrupt_kernel()
-        reply = kc.get_shell_msg(timeout=60)
-        while reply["parent_header"].get("msg_id") != msg_id:
-            reply = kc.get_shell_msg(timeout=60)
-        assert reply["content"]["status"] == "error" and km.is_alive()
+        stopped_mid_reply(
+            km, kc, "Count slowly.", lambda: any("Count slowly" in _user_text(r) for r in _main_requests(server))
+        )
         after = execute(kc, "Say hello again.", timeout=120)
         assert after.status == "ok" and TEXT in after.final_markdown
 
