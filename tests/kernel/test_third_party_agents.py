@@ -2,8 +2,8 @@
 (``tests/acp_agents``, installed by ``make acp-agents``), its model requests answered by the loopback
 Anthropic server. A text turn streams into the cell; Stop cancels a reply mid-stream and the next turn runs.
 
-OpenCode is driven in ``test_opencode_agent.py``. codex-acp and Gemini CLI are not: each needs a stand-in of
-another API (OpenAI's Responses API, Google's) that this suite does not have yet.
+OpenCode is driven in ``test_opencode_agent.py``, codex-acp in ``test_codex_agent.py``. Gemini CLI is not: it
+needs a stand-in of Google's API that this suite does not have yet.
 """
 
 from __future__ import annotations
