@@ -1,7 +1,8 @@
 """Codex (``@zed-industries/codex-acp`` from npm; ``tests/acp_agents``, ``make acp-agents``) answering a real
 kernel's turns, its model a provider of its own config (``CODEX_HOME/config.toml``) pointed at a loopback
 stand-in of OpenAI's Responses API (Codex speaks no other: ``wire_api = "chat"`` is refused). A text turn
-streams into the cell, ``%agent show`` names Codex's session, and the next turn goes on in that session.
+streams into the cell, ``%agent show`` names Codex's session, and the next turn goes on in that session;
+Stop cancels a reply mid-stream and the next turn runs.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from ..providers.conftest import Recorded, Reply, SSEServer
-from .conftest import execute, first_external_turn, running_kernel
+from .conftest import execute, first_external_turn, running_kernel, stopped_mid_reply
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +36,7 @@ wire_api = "responses"
 """
 
 
-def _responses_stream(text: str, pieces: int = 4) -> Reply:
+def _responses_stream(text: str, pieces: int = 4, **reply: Any) -> Reply:
     """A Responses API stream of one assistant message, ``text`` in ``pieces`` deltas."""
     response: dict[str, Any] = {"id": "resp_1", "object": "response", "created_at": 1, "status": "in_progress",
                                 "model": "loop-model", "output": []}  # fmt: skip
@@ -55,7 +56,7 @@ def _responses_stream(text: str, pieces: int = 4) -> Reply:
         ("response.completed", {"response": {**response, "status": "completed", "output": [done], "usage": usage}}),
     ]  # fmt: skip
     body = "".join(f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n" for name, data in events)
-    return Reply(body=body.encode(), headers={"content-type": "text/event-stream"})
+    return Reply(body=body.encode(), headers={"content-type": "text/event-stream"}, **reply)
 
 
 @pytest.fixture
@@ -95,3 +96,21 @@ def test_codex_answers_a_notebook_turn(codex_env: dict[str, str], server: SSESer
         assert again.status == "ok" and TEXT in again.final_markdown
         assert "Say hello." in json.dumps(server.requests[-1].body["input"])  # the conversation so far
         assert km.is_alive()
+
+
+def test_stop_cancels_codexs_reply_and_the_next_turn_runs(codex_env: dict[str, str], server: SSEServer) -> None:
+    long = _responses_stream(" ".join(f"w{i}" for i in range(2000)), pieces=2000, chunk_size=400, pause=0.05)
+
+    def answer(request: Recorded) -> Reply:
+        last = json.dumps(request.body["input"][-1]) if isinstance(request.body, dict) else ""
+        return long if "Count slowly" in last else _responses_stream(TEXT)
+
+    server.queue(*[answer] * 10)
+    folder = Path(codex_env["JPY_SESSION_NAME"]).parent
+    with running_kernel(codex_env, cwd=folder) as (km, kc):
+        assert TEXT in first_external_turn(kc, "codex", "Say hello.").final_markdown
+        stopped_mid_reply(
+            km, kc, "Count slowly.", lambda: any("Count slowly" in json.dumps(r.body) for r in server.requests)
+        )
+        after = execute(kc, "Say hello again.", timeout=120)
+        assert after.status == "ok" and TEXT in after.final_markdown
