@@ -5,7 +5,8 @@ writes a line that is not JSON-RPC on its stdout and goes on running without a w
 ``python misbehaving_agent.py deaf LOG`` streams a few words, then never answers: it ignores
 ``session/cancel``, the end of its stdin and SIGTERM (only SIGKILL ends it). Either writes its pid and every
 method it receives to LOG, one a line, so a test can tell that the kernel sent ``session/cancel`` and that the
-process is gone.
+process is gone. ``python misbehaving_agent.py lingering LOG`` answers well, but does not exit when its stdin
+closes (as codex-acp does not).
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def main() -> None:
                 sys.stdout.flush()
             else:
                 _say(PARTIAL)
+                if mode == "lingering":
+                    _send({"id": ident, "result": {"stopReason": "end_turn"}})
     while True:  # its stdin closed: it lingers all the same
         time.sleep(60)
 

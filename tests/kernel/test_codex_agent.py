@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +96,26 @@ def test_codex_answers_a_notebook_turn(codex_env: dict[str, str], server: SSESer
         again = execute(kc, "Say hello again.", timeout=120)  # the same process and session go on
         assert again.status == "ok" and TEXT in again.final_markdown
         assert "Say hello." in json.dumps(server.requests[-1].body["input"])  # the conversation so far
+        assert _codex_processes(folder)  # its node wrapper and the binary it started
+        assert "(codex stopped)" in execute(kc, "%agent local").stdout
+        deadline = time.monotonic() + 30
+        while _codex_processes(folder):  # the binary ends with its wrapper, not left running
+            assert time.monotonic() < deadline, f"left running: {_codex_processes(folder)}"
+            time.sleep(0.05)
         assert km.is_alive()
+
+
+def _codex_processes(folder: Path) -> list[int]:
+    """The live (not zombie) processes running codex-acp in ``folder``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            running = "codex-acp" in (proc / "cmdline").read_text() and (proc / "cwd").resolve() == folder.resolve()
+            if running and not (proc / "stat").read_text().split(") ")[1].startswith("Z"):
+                found.append(int(proc.name))
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def test_stop_cancels_codexs_reply_and_the_next_turn_runs(codex_env: dict[str, str], server: SSEServer) -> None:
@@ -114,3 +134,4 @@ def test_stop_cancels_codexs_reply_and_the_next_turn_runs(codex_env: dict[str, s
         )
         after = execute(kc, "Say hello again.", timeout=120)
         assert after.status == "ok" and TEXT in after.final_markdown
+        execute(kc, "%agent local")  # stopped, not left behind by the test's killed kernel

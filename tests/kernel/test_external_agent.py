@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -475,3 +477,29 @@ def test_an_agent_that_never_answers_is_cancelled_by_stop_then_killed_after_a_gr
     assert cut["content"][0]["text"] == "Partial answer, before it went wrong." and cut["interrupted"]
     assert [p["error"]["type"] for t, p in ours if t == "session.error"] == ["external_agent_error"]
     assert [p["stop_reason"]["type"] for t, p in ours if t == "session.status_idle"] == ["interrupted"]
+
+
+def test_an_agent_that_outlives_its_stdin_ends_with_a_killed_kernel(
+    kernel_env: dict[str, str], notebook: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "lingering.log"
+    with running_kernel(kernel_env, cwd=notebook) as (km, kc):
+        execute(kc, "%config AgentCell.renderer = 'markdown'")
+        execute(kc, f"%agent acp -- {sys.executable} {MISBEHAVING} lingering {log}")
+        turn = execute(kc, "hello", timeout=60)
+        assert turn.status == "ok" and "Partial answer, before it went wrong." in turn.final_markdown
+        assert not _gone(log)
+        os.kill(km.provisioner.pid, signal.SIGKILL)  # the kernel gets no chance to stop its agent
+    deadline = time.monotonic() + 30
+    while not _gone_or_zombie(log):  # the kernel's end reaches it as SIGTERM
+        assert time.monotonic() < deadline, "the agent outlived the kernel"
+        time.sleep(0.05)
+
+
+def _gone_or_zombie(log: Path) -> bool:
+    """Whether the agent has ended (reaped, or a zombie whose parent, the killed kernel, cannot reap it)."""
+    pid = log.read_text().splitlines()[0].removeprefix("pid ")
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except OSError:
+        return True

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import json
 import os
 import secrets
 import shutil
+import signal
+import sys
 import tempfile
 from asyncio.subprocess import PIPE
 from collections.abc import Sequence
@@ -53,6 +56,8 @@ START_TIMEOUT = 60.0
 """Seconds an agent has to answer ``initialize`` and ``session/new``."""
 GARBAGE_QUOTE = 200
 """Characters of a line that is not ACP the failure quotes."""
+PR_SET_PDEATHSIG = 1
+"""prctl(2): the signal a process gets when its parent ends."""
 GARBLED = "agentcell/garbled"
 """The extension notification the stdout filter passes on in place of the first line that is not ACP."""
 
@@ -158,7 +163,7 @@ class ExternalAgent:
                 # reach the agent; Stop reaches it as session/cancel.
                 process = await asyncio.create_subprocess_exec(
                     executable, *self.command[1:], stdin=PIPE, stdout=PIPE, stderr=self._stderr, env=env,
-                    cwd=str(workspace), limit=1 << 24, start_new_session=True,
+                    cwd=str(workspace), limit=1 << 24, start_new_session=True, preexec_fn=_ends_with_kernel,
                 )  # fmt: skip
             except OSError as exc:
                 raise ExternalAgentError(
@@ -343,6 +348,18 @@ def _all_objects(lines: bytes) -> bool:
     return lines[:1] == b"{" and lines.count(b"}\n") == count and lines.count(b"\n{") == count - 1
 
 
+def _ends_with_kernel() -> None:
+    """In the agent's process before it runs: SIGTERM when the kernel's process ends, however it ends.
+
+    A kernel that is killed (a restart, a crash) cannot stop its agent, and some agents do not exit when
+    their stdin closes (codex-acp runs on): each restart would leave one behind. Linux only; elsewhere the
+    agent's own end of input is all there is.
+    """
+    if sys.platform == "linux":
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def _values(option: SessionConfigOptionSelect) -> list[str]:
     """The values a select offers (flat, or in groups)."""
     values: list[str] = []
@@ -354,16 +371,23 @@ def _values(option: SessionConfigOptionSelect) -> list[str]:
 
 
 async def _stop(process: asyncio.subprocess.Process, *, kill: bool = False) -> None:
+    """Its stdin closed, then SIGTERM, then SIGKILL, each to its whole process group (the agent is the leader
+    of its own session): an agent started by a wrapper (codex-acp's node script) ends with its wrapper."""
     if process.stdin is not None:
         with contextlib.suppress(Exception):
             process.stdin.close()
-    for signal_it in (process.kill,) if kill else (None, process.terminate, process.kill):
+    for signal_it in (signal.SIGKILL,) if kill else (None, signal.SIGTERM, signal.SIGKILL):
         if signal_it is not None:
-            with contextlib.suppress(ProcessLookupError):
-                signal_it()
+            _signal_group(process, signal_it)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(process.wait(), STOP_GRACE)
+            _signal_group(process, signal.SIGTERM)  # what it started and left behind
             return
+
+
+def _signal_group(process: asyncio.subprocess.Process, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
 
 
 def _not_installed(name: str, executable: str) -> str:
