@@ -404,6 +404,12 @@ def test_a_recorded_exchange_replays_with_no_agent_installed(
 MISBEHAVING = Path(__file__).with_name("misbehaving_agent.py")
 
 
+def _misbehaving(kc: Any, mode: str, log: Path) -> None:
+    """The notebook's messages go to ``misbehaving_agent.py`` in ``mode`` (Markdown output)."""
+    execute(kc, "%config AgentCell.renderer = 'markdown'")
+    assert execute(kc, f"%agent acp -- {sys.executable} {MISBEHAVING} {mode} {log}").status == "ok"
+
+
 def _gone(log: Path) -> bool:
     """Whether the misbehaving agent's process (its pid, the log's first line) has ended and been reaped."""
     pid = log.read_text().splitlines()[0].removeprefix("pid ")
@@ -415,8 +421,7 @@ def test_an_agent_writing_garbage_on_stdout_fails_the_cell_and_is_stopped_its_wo
 ) -> None:
     log = tmp_path / "garbage.log"
     with running_kernel(kernel_env, cwd=notebook) as (km, kc):
-        execute(kc, "%config AgentCell.renderer = 'markdown'")
-        execute(kc, f"%agent acp -- {sys.executable} {MISBEHAVING} garbage {log}")
+        _misbehaving(kc, "garbage", log)
         failed = execute(kc, "hello", timeout=60)
         assert failed.status == "error" and failed.reply["ename"] == "TurnError"
         said = failed.reply["evalue"]
@@ -445,8 +450,7 @@ def test_an_agent_that_never_answers_is_cancelled_by_stop_then_killed_after_a_gr
 ) -> None:
     log = tmp_path / "deaf.log"
     with running_kernel(kernel_env, cwd=notebook) as (km, kc):
-        execute(kc, "%config AgentCell.renderer = 'markdown'")
-        execute(kc, f"%agent acp -- {sys.executable} {MISBEHAVING} deaf {log}")
+        _misbehaving(kc, "deaf", log)
         msg_id = kc.execute("hello", stop_on_error=False)
         shown: list[str] = []
         while not any("Partial answer" in s for s in shown):  # its first words are in the cell: it hangs now
@@ -484,8 +488,7 @@ def test_an_agent_that_outlives_its_stdin_ends_with_a_killed_kernel(
 ) -> None:
     log = tmp_path / "lingering.log"
     with running_kernel(kernel_env, cwd=notebook) as (km, kc):
-        execute(kc, "%config AgentCell.renderer = 'markdown'")
-        execute(kc, f"%agent acp -- {sys.executable} {MISBEHAVING} lingering {log}")
+        _misbehaving(kc, "lingering", log)
         turn = execute(kc, "hello", timeout=60)
         assert turn.status == "ok" and "Partial answer, before it went wrong." in turn.final_markdown
         assert not _gone(log)
