@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -111,6 +111,49 @@ def external_agent_kernel(env: dict[str, str], cwd: Path, agent: str) -> Iterato
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def first_external_turn(kc: BlockingKernelClient, agent: str, message: str) -> Execution:
+    """``%agent acp AGENT`` (Markdown output), then ``message``: its turn, which must have ended well."""
+    execute(kc, "%config AgentCell.renderer = 'markdown'")
+    chosen = execute(kc, f"%agent acp {agent}")
+    assert chosen.status == "ok", chosen.reply
+    turn = execute(kc, message, timeout=120)
+    assert turn.status == "ok", turn.reply
+    return turn
+
+
+def stopped_mid_reply(km: KernelManager, kc: BlockingKernelClient, message: str, streaming: Callable[[], bool]) -> None:
+    """Send ``message``, interrupt the kernel once ``streaming()`` (the agent's model reply is under way),
+    and check the cell failed and the kernel lives."""
+    msg_id = kc.execute(message, stop_on_error=False)
+    deadline = time.monotonic() + 120
+    while not streaming():
+        assert time.monotonic() < deadline, f"the agent never sent the model request for {message!r}"
+        time.sleep(0.05)
+    time.sleep(1)
+    km.interrupt_kernel()
+    reply = kc.get_shell_msg(timeout=60)
+    while reply["parent_header"].get("msg_id") != msg_id:
+        reply = kc.get_shell_msg(timeout=60)
+    assert reply["content"]["status"] == "error" and km.is_alive()
+
+
+def allowed_file_write(d: Any, label: str, target: Path) -> list[dict[str, Any]]:
+    """Send "Write the file." to the external agent of ``external_agent_kernel`` ``d``; check that it asks (as
+    ``label``) with ``target`` not yet written, allow once, and return the turn's final widget state."""
+    d.execute("Write the file.")
+    d.until(lambda m: d.comm_id is not None, 120)
+    assert d.announce()["approvals"] is True
+    request = d.until_item("widget.approval_request", 120)
+    assert f"{label} (an external agent) asks before this call" in request["reason"]
+    assert not target.exists()  # nothing written before the answer
+    d.send({"type": "approval", "tool_use_id": request["tool_use_id"], "result": "allow", "remember": "once"})
+    d.until_item("agent.tool_result", 120, tool_use_id=request["tool_use_id"])
+    d.until_idle(120)
+    state: list[dict[str, Any]] = d.final_state
+    assert [c["result"] for c in state if c["type"] == "user.tool_confirmation"] == ["allow"]
+    return state
 
 
 def write_script(path: Path, responses: list[dict[str, Any]]) -> str:

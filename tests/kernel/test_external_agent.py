@@ -9,7 +9,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import sys
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -223,7 +225,8 @@ def test_agents_that_are_missing_fail_to_start_or_exit_mid_turn_fail_the_cell_no
         assert "claude-agent-acp is not installed" in missing.reply["evalue"]
         assert "npm install -g @zed-industries/claude-agent-acp" in missing.reply["evalue"]
         unknown = execute(kc, "%agent acp nosuchagent")
-        assert unknown.status == "error" and "known: claude, codex, gemini, agentcell" in unknown.reply["evalue"]
+        assert unknown.status == "error"
+        assert "known: claude, codex, gemini, opencode, agentcell" in unknown.reply["evalue"]
 
         execute(kc, f"%agent acp -- {sys.executable} -c 'import sys; sys.stderr.write(\"no key\"); sys.exit(3)'")
         failed = execute(kc, "hello", timeout=60)
@@ -235,6 +238,7 @@ def test_agents_that_are_missing_fail_to_start_or_exit_mid_turn_fail_the_cell_no
         assert broke.status == "error" and broke.reply["ename"] == "TurnError"
         assert "broke off mid-turn (exit status 7)" in broke.reply["evalue"]
         assert "the agent gave up" in broke.reply["evalue"]
+        assert "before it wrote 'this is not JSON' on its stdout" in broke.reply["evalue"]
 
         assert execute(kc, "%agent local").status == "ok"
         assert execute(kc, "%%python\n6 * 7").displays[0]["text/plain"] == "42"  # the kernel is alive and answers
@@ -296,21 +300,29 @@ def test_a_restarted_kernel_goes_on_with_the_same_agent_and_loads_its_session(
         execute(kc, "%agent acp agentcell")
         assert "Noted: kiwi." in execute(kc, "The word is kiwi.", timeout=90).final_markdown
         session_id = _kernel_session(kc)
+        # %agent show says who answers instead of the model it names: the command, and the agent's session
+        command = f"{sys.executable} -m agentcell.cli acp"
+        running = re.search(rf"answers this notebook \({re.escape(command)}; running, session (\S+)\)$",
+                            execute(kc, "%agent show").stdout, re.M)  # fmt: skip
+        assert running is not None
+        theirs_id = running.group(1)
         km.restart_kernel(now=True)
         kc.wait_for_ready(timeout=60)
         shown = execute(kc, "%agent acp")
-        assert "agentcell" in shown.stdout and "starts at the next message" in shown.stdout
+        assert f"({command}; starts at the next message, loading its session {theirs_id})" in shown.stdout
         execute(kc, "%config AgentCell.renderer = 'markdown'")
         again = execute(kc, "What was the word?", timeout=90)
         assert again.status == "ok" and "Noted: kiwi." in again.final_markdown  # a new agent process
+        assert f"; running, session {theirs_id})" in execute(kc, "%agent show").stdout
         assert _kernel_session(kc) == session_id
         assert "own engine answers again" in execute(kc, "%agent local").stdout
+        assert "answers this notebook" not in execute(kc, "%agent show").stdout
         km.restart_kernel(now=True)
         kc.wait_for_ready(timeout=60)
         assert "agentcell's own engine answers this notebook" in execute(kc, "%agent acp").stdout
     events = _events(kernel_env["AGENTCELL_DB"])
     theirs = {s for s, _, _ in events if s != session_id}
-    assert len(theirs) == 1  # the restarted kernel's agent loaded the session the first one made
+    assert theirs == {theirs_id}  # the restarted kernel's agent loaded the session the first one made
     prompts = [p["content"][0]["text"] for s, t, p in events if s in theirs and t == "user.message"]
     assert [p.strip() for p in prompts] == ["The word is kiwi.", "What was the word?"]
 
@@ -387,3 +399,110 @@ def test_a_recorded_exchange_replays_with_no_agent_installed(
         assert km.is_alive()
     # no agent ran: no session of its own was made (the kernel goes on with the notebook's)
     assert {s for s, _, _ in _events(kernel_env["AGENTCELL_DB"])} == agents_before
+
+
+MISBEHAVING = Path(__file__).with_name("misbehaving_agent.py")
+
+
+def _misbehaving(kc: Any, mode: str, log: Path) -> None:
+    """The notebook's messages go to ``misbehaving_agent.py`` in ``mode`` (Markdown output)."""
+    execute(kc, "%config AgentCell.renderer = 'markdown'")
+    assert execute(kc, f"%agent acp -- {sys.executable} {MISBEHAVING} {mode} {log}").status == "ok"
+
+
+def _gone(log: Path) -> bool:
+    """Whether the misbehaving agent's process (its pid, the log's first line) has ended and been reaped."""
+    pid = log.read_text().splitlines()[0].removeprefix("pid ")
+    return not Path(f"/proc/{pid}").exists()
+
+
+def test_an_agent_writing_garbage_on_stdout_fails_the_cell_and_is_stopped_its_words_kept(
+    kernel_env: dict[str, str], notebook: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "garbage.log"
+    with running_kernel(kernel_env, cwd=notebook) as (km, kc):
+        _misbehaving(kc, "garbage", log)
+        failed = execute(kc, "hello", timeout=60)
+        assert failed.status == "error" and failed.reply["ename"] == "TurnError"
+        said = failed.reply["evalue"]
+        assert "wrote something that is not ACP (JSON-RPC) on its stdout during the turn" in said
+        assert "'this is not JSON: a log line on the wrong stream'" in said
+        assert "Partial answer, before it went wrong." in failed.final_markdown  # the cell keeps its words
+        assert _gone(log)  # it did not exit by itself: the kernel stopped it
+        session_id = _kernel_session(kc)
+        again = execute(kc, "hello again", timeout=60)  # a new process, which fails the same way
+        assert again.status == "error" and "not ACP" in again.reply["evalue"]
+        assert execute(kc, "%agent local").status == "ok"
+        assert execute(kc, "%%python\n6 * 7").displays[0]["text/plain"] == "42"
+        assert km.is_alive()
+    ours = [(t, p) for s, t, p in _events(kernel_env["AGENTCELL_DB"]) if s == session_id]
+    # what it said before the garbage is kept whole: a 200,000-character piece, and the words after it
+    said_before = [p["content"][0]["text"] for t, p in ours if t == "agent.message"]
+    assert said_before == ["long " * 40_000 + "Partial answer, before it went wrong."] * 2
+    errors = [p["error"]["message"] for t, p in ours if t == "session.error"]
+    assert len(errors) == 2 and all("this is not JSON" in e for e in errors)
+    assert [p["stop_reason"]["type"] for t, p in ours if t == "session.status_idle"] == ["error", "error"]
+    assert log.read_text().count("session/prompt") == 2
+
+
+def test_an_agent_that_never_answers_is_cancelled_by_stop_then_killed_after_a_grace(
+    kernel_env: dict[str, str], notebook: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "deaf.log"
+    with running_kernel(kernel_env, cwd=notebook) as (km, kc):
+        _misbehaving(kc, "deaf", log)
+        msg_id = kc.execute("hello", stop_on_error=False)
+        shown: list[str] = []
+        while not any("Partial answer" in s for s in shown):  # its first words are in the cell: it hangs now
+            msg = kc.get_iopub_msg(timeout=60)
+            if msg["parent_header"].get("msg_id") == msg_id:
+                shown.append(msg["content"].get("data", {}).get("text/markdown", ""))
+        km.interrupt_kernel()
+        while True:
+            msg = kc.get_iopub_msg(timeout=60)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+            shown.append(msg["content"].get("data", {}).get("text/markdown", ""))
+        reply = kc.get_shell_msg(timeout=30)
+        while reply["parent_header"].get("msg_id") != msg_id:
+            reply = kc.get_shell_msg(timeout=30)
+        assert reply["content"]["status"] == "error"
+        assert "did not end its turn within 3 s of session/cancel; it was stopped" in shown[-1]
+        assert "session/cancel" in log.read_text().splitlines()  # Stop reached it as session/cancel
+        assert _gone(log)  # it ignores SIGTERM: the kernel killed it
+        session_id = _kernel_session(kc)
+        assert "answers this notebook (" in execute(kc, "%agent acp").stdout  # still chosen, starts anew
+        assert execute(kc, "%%python\n6 * 7").displays[0]["text/plain"] == "42"
+        assert km.is_alive()
+    ours = [(t, p) for s, t, p in _events(kernel_env["AGENTCELL_DB"]) if s == session_id]
+    [cut] = [p for t, p in ours if t == "agent.message"]
+    assert cut["content"][0]["text"] == "Partial answer, before it went wrong." and cut["interrupted"]
+    assert [p["error"]["type"] for t, p in ours if t == "session.error"] == ["external_agent_error"]
+    assert [p["stop_reason"]["type"] for t, p in ours if t == "session.status_idle"] == ["interrupted"]
+
+
+def test_an_agent_that_outlives_its_stdin_ends_with_a_killed_kernel(
+    kernel_env: dict[str, str], notebook: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "lingering.log"
+    with running_kernel(kernel_env, cwd=notebook) as (km, kc):
+        _misbehaving(kc, "lingering", log)
+        turn = execute(kc, "hello", timeout=60)
+        assert turn.status == "ok" and "Partial answer, before it went wrong." in turn.final_markdown
+        assert not _gone(log)
+        os.kill(km.provisioner.pid, signal.SIGKILL)  # the kernel gets no chance to stop its agent
+    deadline = time.monotonic() + 30
+    while not _gone_or_zombie(log):  # the kernel's end reaches it as SIGTERM
+        assert time.monotonic() < deadline, "the agent outlived the kernel"
+        time.sleep(0.05)
+
+
+def _gone_or_zombie(log: Path) -> bool:
+    """Whether the agent has ended (reaped, or a zombie whose parent, the killed kernel, cannot reap it)."""
+    pid = log.read_text().splitlines()[0].removeprefix("pid ")
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith("Z")
+    except OSError:
+        return True

@@ -2,22 +2,28 @@
 (``tests/acp_agents``, installed by ``make acp-agents``), its model requests answered by the loopback
 Anthropic server. A text turn streams into the cell; Stop cancels a reply mid-stream and the next turn runs.
 
-Other agents are not driven here: codex-acp and Gemini CLI each need a stand-in of another API (OpenAI's
-Responses API, Google's) that this suite does not have yet.
+OpenCode is driven in ``test_opencode_agent.py``, codex-acp in ``test_codex_agent.py``. Gemini CLI is not: it
+needs a stand-in of Google's API that this suite does not have yet.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ..providers.conftest import Recorded, Reply, SSEServer, json_reply, sse_reply
-from .conftest import execute, external_agent_kernel, running_kernel
+from .conftest import (
+    allowed_file_write,
+    execute,
+    external_agent_kernel,
+    first_external_turn,
+    running_kernel,
+    stopped_mid_reply,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -108,27 +114,13 @@ def test_claude_code_answers_a_notebook_turn_and_stop_cancels_it(
     server.queue(*[answer] * 40)
     folder = Path(claude_env["JPY_SESSION_NAME"]).parent
     with running_kernel(claude_env, cwd=folder) as (km, kc):
-        execute(kc, "%config AgentCell.renderer = 'markdown'")
-        chosen = execute(kc, "%agent acp claude")
-        assert chosen.status == "ok", chosen.reply
-        turn = execute(kc, "Say hello.", timeout=120)
-        assert turn.status == "ok", turn.reply
-        assert TEXT in turn.final_markdown
+        assert TEXT in first_external_turn(kc, "claude", "Say hello.").final_markdown
         assert any("Say hello." in json.dumps(r.body) for r in _messages(server))  # it reached the model
         shown = execute(kc, "%agent acp").stdout  # what it says it is, and its own settings
         assert "@zed-industries/claude-agent-acp 0.23.1" in shown and "mode = default" in shown
-
-        msg_id = kc.execute("Count slowly.", stop_on_error=False)
-        deadline = time.monotonic() + 120
-        while not any("Count slowly" in json.dumps(r.body) for r in _messages(server)):  # its reply is streaming
-            assert time.monotonic() < deadline, "Claude Code never sent the request"
-            time.sleep(0.05)
-        time.sleep(1)
-        km.interrupt_kernel()
-        reply = kc.get_shell_msg(timeout=60)
-        while reply["parent_header"].get("msg_id") != msg_id:
-            reply = kc.get_shell_msg(timeout=60)
-        assert reply["content"]["status"] == "error" and km.is_alive()
+        stopped_mid_reply(
+            km, kc, "Count slowly.", lambda: any("Count slowly" in json.dumps(r.body) for r in _messages(server))
+        )
         # claude-agent-acp 0.23.1 answers the first prompt after a cancel at once, empty (the cancelled query's
         # end); the next one is answered as before
         assert execute(kc, "Say hello again.", timeout=120).status == "ok"
@@ -152,17 +144,7 @@ def test_claude_codes_file_write_waits_for_the_widgets_approval(claude_env: dict
 
     server.queue(*[answer] * 20)
     with external_agent_kernel(claude_env, folder, "claude") as d:
-        d.execute("Write the file.")
-        d.until(lambda m: d.comm_id is not None, 120)
-        assert d.announce()["approvals"] is True
-        request = d.until_item("widget.approval_request", 120)
-        assert "Claude Agent (an external agent) asks before this call" in request["reason"]
-        assert not target.exists()  # nothing written before the answer
-        d.send({"type": "approval", "tool_use_id": request["tool_use_id"], "result": "allow", "remember": "once"})
-        d.until_item("agent.tool_result", 120, tool_use_id=request["tool_use_id"])
-        d.until_idle(120)
-        state = d.final_state
+        state = allowed_file_write(d, "Claude Agent", target)
         [use] = [i for i in state if i["type"] == "agent.tool_use"]
         assert use["input"]["file_path"] == str(target) and use["input"]["kind"] == "edit"
-        assert [c["result"] for c in state if c["type"] == "user.tool_confirmation"] == ["allow"]
         assert target.read_text() == "written by Claude Code\n"

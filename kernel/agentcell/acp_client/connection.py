@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import json
 import os
+import secrets
 import shutil
+import signal
+import sys
 import tempfile
 from asyncio.subprocess import PIPE
 from collections.abc import Sequence
@@ -49,6 +54,12 @@ STOP_GRACE = 2.0
 """Seconds an agent has to exit after its stdin closes, then after SIGTERM."""
 START_TIMEOUT = 60.0
 """Seconds an agent has to answer ``initialize`` and ``session/new``."""
+GARBAGE_QUOTE = 200
+"""Characters of a line that is not ACP the failure quotes."""
+PR_SET_PDEATHSIG = 1
+"""prctl(2): the signal a process gets when its parent ends."""
+GARBLED = "agentcell/garbled"
+"""The extension notification the stdout filter passes on in place of the first line that is not ACP."""
 
 
 class _Client:
@@ -64,6 +75,11 @@ class _Client:
         # Not awaiting anything keeps the updates in the order they came (each runs as its own task).
         if (turn := self.agent.turn) is not None and session_id == self.agent.session_id:
             turn.updates.apply(update)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        agent = self.agent
+        if method == GARBLED and params.get("token") == agent._token:  # the agent cannot forge it
+            agent.garbled.set()
 
     async def request_permission(
         self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
@@ -116,8 +132,14 @@ class ExternalAgent:
         """Settings asked for (``%agent acp set``) and not yet sent: sent before the next prompt."""
         self.reported_cost: Decimal | None = None
         """The agent's cumulative cost for its session, as it last reported it."""
+        self.garbage: str | None = None
+        """The first line the agent wrote on stdout that is not a JSON-RPC message, once it wrote one."""
+        self.garbled = asyncio.Event()
+        """Set once it did: its turn fails at once, rather than waiting for an answer among the garbage."""
         self._stderr: IO[bytes] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._pump: asyncio.Task[None] | None = None
+        self._token = ""
 
     @property
     def running(self) -> bool:
@@ -141,15 +163,21 @@ class ExternalAgent:
                 # reach the agent; Stop reaches it as session/cancel.
                 process = await asyncio.create_subprocess_exec(
                     executable, *self.command[1:], stdin=PIPE, stdout=PIPE, stderr=self._stderr, env=env,
-                    cwd=str(workspace), limit=1 << 24, start_new_session=True,
+                    cwd=str(workspace), limit=1 << 24, start_new_session=True, preexec_fn=_ends_with_kernel,
                 )  # fmt: skip
             except OSError as exc:
                 raise ExternalAgentError(
                     f"{self.name} could not be started ({' '.join(self.command)}): {exc}"
                 ) from None
             self.process = process
+            self.garbage, self.garbled, self._token = None, asyncio.Event(), secrets.token_hex(8)
+            assert process.stdout is not None
+            # The SDK skips a line that is not JSON and goes on waiting: an agent that writes garbage would
+            # hang its turn. Its lines pass through here first, so the turn hears of it.
+            frames = asyncio.StreamReader(limit=1 << 24)
+            self._pump = asyncio.create_task(self._filter(process.stdout, frames))
             client = cast("Client", _Client(self))  # the SDK's protocol names every optional method
-            conn = self.conn = ClientSideConnection(client, process.stdin, process.stdout)
+            conn = self.conn = ClientSideConnection(client, process.stdin, frames)
             self._loop = asyncio.get_running_loop()
             capabilities = ClientCapabilities(
                 fs=FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=False
@@ -182,12 +210,60 @@ class ExternalAgent:
         return conn
 
     async def _answer(self, request: Any, method: str) -> Any:
+        answer = asyncio.ensure_future(request)
+        garbled = asyncio.ensure_future(self.garbled.wait())
         try:
-            return await asyncio.wait_for(request, START_TIMEOUT)
-        except TimeoutError:
-            raise ExternalAgentError(f"{self.name} did not answer {method} within {START_TIMEOUT:.0f} s") from None
+            await asyncio.wait({answer, garbled}, timeout=START_TIMEOUT, return_when=asyncio.FIRST_COMPLETED)
+            if answer.done():
+                return answer.result()
+            if garbled.done():
+                raise self.garbled_failure(f"at {method}")
+            raise ExternalAgentError(f"{self.name} did not answer {method} within {START_TIMEOUT:.0f} s")
         except (ConnectionError, RequestError) as exc:
             raise self.failure(f"{self.name} failed at {method}: {exc}") from None
+        finally:
+            answer.cancel()
+            garbled.cancel()
+
+    async def _filter(self, source: asyncio.StreamReader, frames: asyncio.StreamReader) -> None:
+        """Pass the agent's JSON-RPC lines on to the connection; at the first that is not one, a marker
+        the connection hands back (``ext_notification``) after what came before it: the turn fails with
+        the agent's words so far shown."""
+        partial: list[bytes] = []  # a long message comes in many chunks: joined once, when its line ends
+        try:
+            while chunk := await source.read(1 << 16):
+                end = chunk.rfind(b"\n") + 1
+                if not end:
+                    partial.append(chunk)
+                    continue
+                lines = b"".join([*partial, chunk[:end]]) if partial else chunk[:end]
+                partial = [chunk[end:]] if end < len(chunk) else []
+                frames.feed_data(lines if _all_objects(lines) else b"".join(map(self._framed, lines.split(b"\n")[:-1])))
+        except (OSError, ValueError):  # its stdout broke: the connection ends as when it closes
+            pass
+        finally:
+            if rest := b"".join(partial):
+                frames.feed_data(self._framed(rest))
+            frames.feed_eof()
+
+    def _framed(self, line: bytes) -> bytes:
+        """``line`` passed on when it may be a JSON-RPC message (an object; the SDK parses it); the first
+        that is not one kept, and the marker passed on in its place."""
+        stripped = line.strip()
+        if not stripped or (stripped[:1] == b"{" and stripped[-1:] == b"}"):
+            return line + b"\n"
+        if self.garbage is not None:
+            return b""
+        self.garbage = stripped[:GARBAGE_QUOTE].decode(errors="replace")
+        marker = {"jsonrpc": "2.0", "method": f"_{GARBLED}", "params": {"token": self._token}}
+        return json.dumps(marker).encode() + b"\n"
+
+    def garbled_failure(self, when: str) -> ExternalAgentError:
+        """The agent wrote something on stdout that is not ACP ``when``: what it was, and that it is stopped."""
+        return self.failure(
+            f"{self.name} wrote something that is not ACP (JSON-RPC) on its stdout {when}: {self.garbage!r}; "
+            "it was stopped, the next message starts it again"
+        )
 
     def failure(self, what: str) -> ExternalAgentError:
         """``what`` happened to the agent, with the end of what it wrote on stderr."""
@@ -236,16 +312,19 @@ class ExternalAgent:
 
     # ------------------------------------------------------------------------------------------ stopping
 
-    async def aclose(self) -> None:
-        """Stop the agent: its stdin closed, then terminated if it lingers, then killed."""
-        conn, process = self.conn, self.process
-        self.conn, self.process, self.session_id = None, None, None
+    async def aclose(self, *, kill: bool = False) -> None:
+        """Stop the agent: its stdin closed, then terminated if it lingers, then killed; at once killed with
+        ``kill`` (it is stuck, and the interrupted turn that waits for it has little time)."""
+        conn, process, pump = self.conn, self.process, self._pump
+        self.conn, self.process, self.session_id, self._pump = None, None, None, None
         try:
             if conn is not None:
                 with contextlib.suppress(Exception):
                     await conn.close()
             if process is not None:
-                await _stop(process)
+                await _stop(process, kill=kill)
+            if pump is not None:
+                pump.cancel()
         finally:
             if self._stderr is not None:
                 self._stderr.close()
@@ -262,6 +341,25 @@ class ExternalAgent:
             loop.call_soon_threadsafe(lambda: loop.create_task(self.aclose()))
 
 
+def _all_objects(lines: bytes) -> bool:
+    """Whether every line of ``lines`` (each ending in a newline) starts with ``{`` and ends with ``}``: the
+    common case, told by counting rather than line by line (a reply of 20,000 deltas is 20,000 lines)."""
+    count = lines.count(b"\n")
+    return lines[:1] == b"{" and lines.count(b"}\n") == count and lines.count(b"\n{") == count - 1
+
+
+def _ends_with_kernel() -> None:
+    """In the agent's process before it runs: SIGTERM when the kernel's process ends, however it ends.
+
+    A kernel that is killed (a restart, a crash) cannot stop its agent, and some agents do not exit when
+    their stdin closes (codex-acp runs on): each restart would leave one behind. Linux only; elsewhere the
+    agent's own end of input is all there is.
+    """
+    if sys.platform == "linux":
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def _values(option: SessionConfigOptionSelect) -> list[str]:
     """The values a select offers (flat, or in groups)."""
     values: list[str] = []
@@ -272,17 +370,24 @@ def _values(option: SessionConfigOptionSelect) -> list[str]:
     return values
 
 
-async def _stop(process: asyncio.subprocess.Process) -> None:
+async def _stop(process: asyncio.subprocess.Process, *, kill: bool = False) -> None:
+    """Its stdin closed, then SIGTERM, then SIGKILL, each to its whole process group (the agent is the leader
+    of its own session): an agent started by a wrapper (codex-acp's node script) ends with its wrapper."""
     if process.stdin is not None:
         with contextlib.suppress(Exception):
             process.stdin.close()
-    for signal_it in (None, process.terminate, process.kill):
+    for signal_it in (signal.SIGKILL,) if kill else (None, signal.SIGTERM, signal.SIGKILL):
         if signal_it is not None:
-            with contextlib.suppress(ProcessLookupError):
-                signal_it()
+            _signal_group(process, signal_it)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(process.wait(), STOP_GRACE)
+            _signal_group(process, signal.SIGTERM)  # what it started and left behind
             return
+
+
+def _signal_group(process: asyncio.subprocess.Process, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, sig)
 
 
 def _not_installed(name: str, executable: str) -> str:

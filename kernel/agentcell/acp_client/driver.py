@@ -44,8 +44,11 @@ from .updates import TurnUpdates
 
 __all__ = ["ExternalDriver", "driver_for"]
 
-CANCEL_GRACE = 5.0
-"""Seconds the agent has to answer its cancelled prompt before the turn ends without its answer."""
+EXIT_MOMENT = 0.5
+"""Seconds an agent that wrote garbage has to exit, if that was its crash, before it is told it wrote garbage."""
+CANCEL_GRACE = 3.0
+"""Seconds the agent has to answer its cancelled prompt before the turn ends without its answer and the agent
+is killed: less than the supervisor waits for an interrupted turn (``engine/turn.py``), so the cell says so."""
 
 
 class ExternalDriver:
@@ -90,24 +93,16 @@ class ExternalDriver:
         log.emit(span)
         ended: str | None = None
         prompt = asyncio.ensure_future(conn.prompt(session_id=session_id, prompt=_prompt(self.first)))
-        budget = asyncio.ensure_future(updates.over_budget.wait())
         try:
-            await asyncio.wait({prompt, budget}, return_when=asyncio.FIRST_COMPLETED)
-            if not prompt.done():  # the budget was reached first
-                await _cancel(conn, session_id, prompt)
-                updates.end(interrupted=True, reason="the session's budget was reached")
-                return BudgetReached()
-            response: PromptResponse = prompt.result()
+            answer = await self._answer(scope, conn, prompt, updates)
+            if not isinstance(answer, PromptResponse):
+                return answer
+            response = answer
             ended = response.stop_reason
-        except asyncio.CancelledError:
-            await _cancel(conn, session_id, prompt)
-            updates.end(interrupted=True)
-            raise
         except (ConnectionError, RequestError, ValueError) as exc:
             updates.end(reason=f"{agent.name} broke off")
             return _failed(scope, await self._broken(exc))
         finally:
-            budget.cancel()
             agent.turn = None
             agent.reported_cost = updates.reported_cost
             end = log.make(
@@ -143,6 +138,63 @@ class ExternalDriver:
         updates.end()
         return _stop(PromptResponse.model_validate({"stopReason": entry.stop_reason}))
 
+    async def _answer(
+        self, scope: TurnScope, conn: Any, prompt: asyncio.Future[PromptResponse], updates: TurnUpdates
+    ) -> PromptResponse | StopReason:
+        """The agent's answer to the prompt; or how the turn ended first: the budget reached (cancelled),
+        garbage on the agent's stdout (the agent stopped). An interrupt cancels the agent's turn too."""
+        agent = self.agent
+        session_id = agent.session_id
+        budget = asyncio.ensure_future(updates.over_budget.wait())
+        garbled = asyncio.ensure_future(agent.garbled.wait())
+        try:
+            waiting: set[asyncio.Future[Any]] = {prompt, budget, garbled}
+            await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+            if prompt.done():
+                return prompt.result()
+            if garbled.done():
+                prompt.cancel()
+                updates.end(reason=f"{agent.name} wrote garbage")
+                return _failed(scope, await self._garbled())
+            answered = await _cancel(conn, session_id, prompt)  # the budget was reached first
+            updates.end(interrupted=True, reason="the session's budget was reached")
+            if not answered:
+                await self._unanswered(scope)
+            return BudgetReached()
+        except asyncio.CancelledError:
+            answered = await _cancel(conn, session_id, prompt)
+            updates.end(interrupted=True)
+            if not answered:
+                await self._unanswered(scope)
+            raise
+        finally:
+            budget.cancel()
+            garbled.cancel()
+
+    async def _garbled(self) -> str:
+        """What the agent that wrote garbage did: broke off (often garbage is its last words: a crash), or
+        went on running (then it is stopped)."""
+        agent, process = self.agent, self.agent.process
+        if process is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(process.wait()), EXIT_MOMENT)
+            if process.returncode is not None:
+                return await self._broken(ConnectionError()) + f"\nbefore it wrote {agent.garbage!r} on its stdout"
+        message = str(agent.garbled_failure("during the turn"))
+        await agent.aclose()
+        return message
+
+    async def _unanswered(self, scope: TurnScope) -> None:
+        """The agent did not end its cancelled turn: said in the cell, and the agent stopped (it may be
+        stuck; the next message starts it again with a new session)."""
+        agent, log = self.agent, scope.log
+        message = (
+            f"{agent.name} did not end its turn within {CANCEL_GRACE:.0f} s of session/cancel; "
+            "it was stopped, the next message starts it again"
+        )
+        log.emit(log.make(SessionError, error=ErrorInfo(type="external_agent_error", message=message)))
+        await agent.aclose(kill=True)
+
     async def _broken(self, exc: BaseException) -> str:
         """What broke: the agent's process ended (its status and the end of its stderr), or it answered
         the prompt with an error."""
@@ -158,13 +210,18 @@ class ExternalDriver:
         return f"{agent.name} answered the prompt with an error: {exc}"
 
 
-async def _cancel(conn: Any, session_id: str, prompt: asyncio.Future[PromptResponse]) -> None:
-    """``session/cancel``, then a moment for the agent to answer the prompt (its last updates with it)."""
+async def _cancel(conn: Any, session_id: str | None, prompt: asyncio.Future[PromptResponse]) -> bool:
+    """``session/cancel``, then a moment for the agent to answer the prompt (its last updates with it);
+    whether it answered (with anything, an error too) within that moment."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + CANCEL_GRACE  # one grace for both: its pipe may be full, as it reads nothing
     with contextlib.suppress(Exception):
-        await conn.cancel(session_id=session_id)
+        await asyncio.wait_for(conn.cancel(session_id=session_id), CANCEL_GRACE)
     with contextlib.suppress(Exception):
-        await asyncio.wait_for(asyncio.shield(prompt), CANCEL_GRACE)
+        await asyncio.wait_for(asyncio.shield(prompt), max(0.0, deadline - loop.time()))
+    answered = prompt.done()
     prompt.cancel()
+    return answered
 
 
 def _failed(scope: TurnScope, message: str) -> ErrorStop:

@@ -30,6 +30,11 @@ KNOWN_AGENTS: dict[str, KnownAgent] = {
         ("gemini", "--experimental-acp"),
         "install Gemini CLI with `npm install -g @google/gemini-cli` (it needs GEMINI_API_KEY or a Google login)",
     ),
+    "opencode": KnownAgent(
+        ("opencode", "acp"),
+        "install OpenCode with `npm install -g opencode-ai` (its model and provider come from its own config, "
+        "opencode.json)",
+    ),
     "agentcell": KnownAgent(
         (sys.executable, "-m", "agentcell.cli", "acp"),
         "agentcell itself: `pip install agentcell`",

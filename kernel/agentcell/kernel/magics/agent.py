@@ -15,7 +15,7 @@ from IPython.core.magic import line_cell_magic, line_magic, magics_class
 
 from ...errors import AgentCellError
 from ._base import MagicGroup
-from .external_agent import EXTERNAL_HELP, external_agent, local_agent
+from .external_agent import EXTERNAL_HELP, describe, external_agent, local_agent
 from .permission_rules import describe_python_tool, describe_rules, describe_sandbox, revoke_rules
 
 __all__ = ["AgentMagics"]
@@ -255,6 +255,8 @@ class AgentMagics(MagicGroup):
                 latest = self.host.engine.agents.get(a.id).version
                 print(f"agent {a.name} ({a.id}) v{a.version} of {latest}; model {a.model.id}")
                 print(f"system: {(a.system or '(none)')[:200]}")
+                if (external := self.host.external) is not None:  # it answers instead of the model above
+                    print(describe(external))
             elif action == "versions":
                 for a in self.host.engine.agents.versions(session.agent.id):
                     print(f"v{a.version}  {a.updated_at:%Y-%m-%d %H:%M:%S}  model={a.model.id}")

@@ -1,7 +1,7 @@
 """``%agent acp …`` and ``%agent local``: who answers this notebook's messages.
 
 ``%agent acp NAME`` starts one of the agents agentcell knows (``claude``, ``codex``, ``gemini``,
-``agentcell``) at the next turn, ``%agent acp -- COMMAND [ARGS…]`` any other ACP agent; ``%agent acp``
+``opencode``, ``agentcell``) at the next turn, ``%agent acp -- COMMAND [ARGS…]`` any other ACP agent; ``%agent acp``
 shows which one answers and its own settings (model, mode…), ``%agent acp set ID VALUE`` changes one before
 the next message; ``%agent local`` goes back to agentcell's own engine.
 """
@@ -14,15 +14,16 @@ from typing import TYPE_CHECKING
 from IPython.core.error import UsageError
 
 if TYPE_CHECKING:
+    from ...acp_client import ExternalAgent
     from ..host import NotebookAgent
 
-__all__ = ["EXTERNAL_HELP", "external_agent"]
+__all__ = ["EXTERNAL_HELP", "describe", "external_agent", "local_agent"]
 
 EXTERNAL_HELP = (
     "%agent acp NAME | %agent acp -- COMMAND [ARGS…] | %agent acp [set ID VALUE] | %agent local  an ACP agent "
-    "answers this notebook's messages (NAME: claude, codex, gemini or agentcell), with the same cards, approvals "
-    "and budget; `%agent acp` shows it and its own settings, `set` changes one, `%agent local` returns to "
-    "agentcell's own engine"
+    "answers this notebook's messages (NAME: claude, codex, gemini, opencode or agentcell), with the same cards, "
+    "approvals and budget; `%agent acp` shows it and its own settings, `set` changes one, `%agent local` returns "
+    "to agentcell's own engine"
 )
 
 
@@ -89,8 +90,19 @@ def _show(host: NotebookAgent) -> None:
     if agent is None:
         print("agentcell's own engine answers this notebook; `%agent acp NAME` hands it to an ACP agent")
         return
-    state = "running" if agent.running else "starts at the next message"
-    print(f"{agent.agent_info} answers this notebook ({' '.join(agent.command)}; {state})")
+    print(describe(agent))
     for option in agent.options:
         values = ", ".join(getattr(o, "value", "?") for o in option.options)
         print(f"  {option.id} = {option.current_value}  ({values})")
+
+
+def describe(agent: ExternalAgent) -> str:
+    """Which external agent answers the notebook: its command, and its session (the one it runs, or the one
+    it loads when it starts again after a kernel restart)."""
+    if agent.running:
+        state = f"running, session {agent.session_id}"
+    elif agent.resume:
+        state = f"starts at the next message, loading its session {agent.resume}"
+    else:
+        state = "starts at the next message"
+    return f"{agent.agent_info} answers this notebook ({' '.join(agent.command)}; {state})"
