@@ -23,8 +23,9 @@ from pydantic import (
 from .records.cell_events import CellEvent
 from .records.common import PermissionPreset
 from .records.content import ContentBlock, ImageBlock, ImageSource, TextBlock, ToolDisplay
-from .records.envelope import EventEnvelope, ThreadId
+from .records.envelope import EventEnvelope
 from .records.notebook_context import NotebookContext
+from .records.previews import ContentDelta, EventDelta, EventStart, PreviewRef
 from .records.skill import PinnedSkill
 from .records.stop import BudgetReached, EndTurn, ErrorStop, Interrupted, MaxTurns, RequiresAction, StopReason
 from .records.workflow_events import WorkflowEvent
@@ -573,36 +574,6 @@ Event: TypeAlias = Annotated[
     | CellEvent,
     Field(discriminator="type"),
 ]
-
-# ---------------------------------------------------------------------------------------------- previews
-
-
-class PreviewRef(_Model):
-    type: Literal["agent.message", "agent.thinking"]
-    id: str
-
-
-class EventStart(_Model):
-    """A buffered event with this id has begun; ``agent.thinking`` previews are start-only."""
-
-    type: Literal["event_start"] = "event_start"
-    event: PreviewRef
-    thread_id: ThreadId = None
-
-
-class ContentDelta(_Model):
-    type: Literal["content_delta"] = "content_delta"
-    index: int = Field(ge=0)
-    """Entry of the content array: append to it if it exists, else insert this content as the entry."""
-    content: ContentBlock
-
-
-class EventDelta(_Model):
-    type: Literal["event_delta"] = "event_delta"
-    event_id: str
-    delta: ContentDelta
-    thread_id: ThreadId = None
-
 
 Preview: TypeAlias = Annotated[EventStart | EventDelta, Field(discriminator="type")]
 StreamItem: TypeAlias = Annotated[Event | Preview, Field(discriminator="type")]
