@@ -53,6 +53,18 @@ class Execution:
         return shown_markdown(self.displays[-1]) if self.displays else ""
 
 
+NPM_AGENTS = Path(__file__).parents[1] / "acp_agents" / "node_modules" / ".bin"
+
+
+def npm_agent(name: str) -> Path:
+    """The npm agent's command, which `make acp-agents` installs before `make pytest`: a missing one fails the
+    test that needs it (a skip would hide a broken install)."""
+    command = NPM_AGENTS / name
+    if not command.exists():
+        pytest.fail(f"the npm agent {name} is not installed: run `make acp-agents`")
+    return command
+
+
 def shown_markdown(bundle: dict[str, Any]) -> str:
     """A bundle's Markdown inside the element that keeps its ``$`` from MathJax (render.markdown.not_math)."""
     text = str(bundle.get("text/markdown", ""))

@@ -17,13 +17,9 @@ from typing import Any
 import pytest
 
 from ..providers.conftest import Recorded, Reply, SSEServer
-from .conftest import execute, first_external_turn, running_kernel, stopped_mid_reply
+from .conftest import execute, first_external_turn, npm_agent, running_kernel, stopped_mid_reply
 
 pytestmark = pytest.mark.slow
-
-AGENTS = Path(__file__).parents[1] / "acp_agents" / "node_modules" / ".bin"
-if not (AGENTS / "codex-acp").exists():
-    pytest.skip("the npm agents are not installed: `make acp-agents`", allow_module_level=True)
 
 TEXT = "Héllo from Codex — 日本語 🎉"
 CONFIG = """model = "loop-model"
@@ -69,7 +65,7 @@ def codex_env(kernel_env: dict[str, str], tmp_path: Path, server: SSEServer) -> 
     (home / ".codex" / "config.toml").write_text(CONFIG.format(url=server.url))
     kernel_env.update(
         JPY_SESSION_NAME=str(folder / "notebook.ipynb"),
-        PATH=f"{AGENTS}{os.pathsep}{kernel_env['PATH']}",
+        PATH=f"{npm_agent('codex-acp').parent}{os.pathsep}{kernel_env['PATH']}",
         HOME=str(home),
         CODEX_HOME=str(home / ".codex"),  # Codex's config, sessions and logs: the test's own
         LOOP_API_KEY="sk-loopback-test",

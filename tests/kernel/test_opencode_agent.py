@@ -22,15 +22,12 @@ from .conftest import (
     execute,
     external_agent_kernel,
     first_external_turn,
+    npm_agent,
     running_kernel,
     stopped_mid_reply,
 )
 
 pytestmark = pytest.mark.slow
-
-AGENTS = Path(__file__).parents[1] / "acp_agents" / "node_modules" / ".bin"
-if not (AGENTS / "opencode").exists():
-    pytest.skip("the npm agents are not installed: `make acp-agents`", allow_module_level=True)
 
 TEXT = "Héllo from OpenCode — 日本語 🎉"
 CHUNK = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "loop-model"}
@@ -94,7 +91,7 @@ def opencode_env(kernel_env: dict[str, str], tmp_path: Path, server: SSEServer) 
     (folder / "opencode.json").write_text(json.dumps(config))
     kernel_env.update(
         JPY_SESSION_NAME=str(folder / "notebook.ipynb"),
-        PATH=f"{AGENTS}{os.pathsep}{kernel_env['PATH']}",
+        PATH=f"{npm_agent('opencode').parent}{os.pathsep}{kernel_env['PATH']}",
         HOME=str(home),  # OpenCode's own config, data and cache: the test's
         XDG_CONFIG_HOME=str(home / ".config"),
         XDG_DATA_HOME=str(home / ".local" / "share"),

@@ -21,15 +21,12 @@ from .conftest import (
     execute,
     external_agent_kernel,
     first_external_turn,
+    npm_agent,
     running_kernel,
     stopped_mid_reply,
 )
 
 pytestmark = pytest.mark.slow
-
-AGENTS = Path(__file__).parents[1] / "acp_agents" / "node_modules" / ".bin"
-if not (AGENTS / "claude-agent-acp").exists():
-    pytest.skip("the npm agents are not installed: `make acp-agents`", allow_module_level=True)
 
 TEXT = "Héllo, wörld — 日本語で こんにちは 🎉!"
 
@@ -85,7 +82,7 @@ def claude_env(kernel_env: dict[str, str], tmp_path: Path, server: SSEServer) ->
     home.mkdir()
     kernel_env.update(
         JPY_SESSION_NAME=str(folder / "notebook.ipynb"),
-        PATH=f"{AGENTS}{os.pathsep}{kernel_env['PATH']}",
+        PATH=f"{npm_agent('claude-agent-acp').parent}{os.pathsep}{kernel_env['PATH']}",
         HOME=str(home),  # Claude Code's settings and sessions: the test's own
         ANTHROPIC_BASE_URL=server.url,
         ANTHROPIC_API_KEY="sk-ant-loopback-test",
