@@ -49,6 +49,12 @@ class CacheCreation(_Frozen):
             ephemeral_1h_input_tokens=self.ephemeral_1h_input_tokens + other.ephemeral_1h_input_tokens,
         )
 
+    def __sub__(self, other: CacheCreation) -> CacheCreation:
+        return CacheCreation(
+            ephemeral_5m_input_tokens=_less(self.ephemeral_5m_input_tokens, other.ephemeral_5m_input_tokens),
+            ephemeral_1h_input_tokens=_less(self.ephemeral_1h_input_tokens, other.ephemeral_1h_input_tokens),
+        )
+
 
 class ServerToolUse(_Frozen):
     """Tools the provider ran on its side."""
@@ -60,6 +66,12 @@ class ServerToolUse(_Frozen):
         return ServerToolUse(
             web_search_requests=self.web_search_requests + other.web_search_requests,
             web_fetch_requests=self.web_fetch_requests + other.web_fetch_requests,
+        )
+
+    def __sub__(self, other: ServerToolUse) -> ServerToolUse:
+        return ServerToolUse(
+            web_search_requests=_less(self.web_search_requests, other.web_search_requests),
+            web_fetch_requests=_less(self.web_fetch_requests, other.web_fetch_requests),
         )
 
 
@@ -129,6 +141,22 @@ class Usage(_Frozen):
             else None,
         )
 
+    def __sub__(self, other: Usage) -> Usage:
+        """This sum with ``other``, a part of it, taken out (what leaves the ledger when replayed turns leave
+        the conversation)."""
+        return Usage(
+            input_tokens=_less(self.input_tokens, other.input_tokens),
+            output_tokens=_less(self.output_tokens, other.output_tokens),
+            cache_read_input_tokens=_less(self.cache_read_input_tokens, other.cache_read_input_tokens),
+            cache_creation=self.cache_creation - other.cache_creation,
+            server_tool_use=self.server_tool_use - other.server_tool_use
+            if self.server_tool_use is not None and other.server_tool_use is not None
+            else self.server_tool_use,
+            list_cost=_less_optional(self.list_cost, other.list_cost),
+            unpriced_requests=_less(self.unpriced_requests, other.unpriced_requests),
+            uncached_cost=_less_optional(self.uncached_cost, other._uncached_or_list),
+        )
+
     @property
     def _uncached_or_list(self) -> Decimal | None:
         # Usage priced before uncached_cost existed (an older log) had no cache discount to report: its
@@ -143,6 +171,17 @@ def _add_optional(a: Any, b: Any) -> Any:
     if b is None:
         return a
     return a + b
+
+
+def _less(a: int, b: int) -> int:
+    return max(0, a - b)
+
+
+def _less_optional(a: Decimal | None, b: Decimal | None) -> Decimal | None:
+    """``a`` with ``b`` (a part of it, either maybe untracked) taken out, never below zero."""
+    if a is None or b is None:
+        return a
+    return max(_ZERO, a - b)
 
 
 Pricing = Callable[[Usage], Decimal]

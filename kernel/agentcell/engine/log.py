@@ -46,7 +46,7 @@ from .cache_watch import CacheWatch
 from .ceiling import SPEND_CEILING
 from .deps import AgentSource
 from .history import HISTORY_EVENT_TYPES, History
-from .path import PATH_EVENT_TYPES, ActivePath, on_path
+from .path import PATH_EVENT_TYPES, REPLAYED_USAGE_EVENT_TYPES, ActivePath, on_path, replayed_usage
 
 __all__ = ["Listener", "SessionLog"]
 
@@ -318,6 +318,10 @@ class SessionLog:
         if turn_ids:
             self.emit(self.make(SessionTurnsSuperseded, turn_ids=turn_ids, reason=reason, **fields))
             self._histories.clear()
+            replayed = replayed_usage(self.events(types=REPLAYED_USAGE_EVENT_TYPES), set(turn_ids))
+            if replayed != Usage():
+                self._usage = self.usage - replayed
+                self.emit(self.make(SessionUsageEvent, usage=self._usage, budget=self.budget))
 
     @property
     def outcome(self) -> Outcome | None:

@@ -11,7 +11,7 @@ model showed anything, leaves it too.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass
 
 from ..events import (
@@ -19,16 +19,34 @@ from ..events import (
     SessionContextCompacted,
     SessionStatusIdle,
     SessionTurnsSuperseded,
+    SpanModelRequestEnd,
     UserCustomToolResult,
     UserDefineOutcome,
     UserMessage,
 )
 from ..records.workflow_events import UserStartWorkflowRun
+from ..usage import Usage
 
-__all__ = ["PATH_EVENT_TYPES", "ActivePath", "TurnRef", "is_opening", "on_path"]
+__all__ = [
+    "PATH_EVENT_TYPES",
+    "REPLAYED_USAGE_EVENT_TYPES",
+    "ActivePath",
+    "TurnRef",
+    "is_opening",
+    "on_path",
+    "replayed_usage",
+]
 
 PATH_EVENT_TYPES = ("user.message", "user.define_outcome", "user.start_workflow_run", "session.turns_superseded")
 """The event types the path is folded from."""
+
+REPLAYED_USAGE_EVENT_TYPES = (
+    *PATH_EVENT_TYPES,
+    "session.status_idle",
+    "user.custom_tool_result",
+    "span.model_request_end",
+)
+"""The event types :func:`replayed_usage` needs: where each turn begins and ends, and the requests."""
 
 
 def is_opening(event: Event) -> bool:
@@ -80,6 +98,26 @@ def on_path(events: Iterable[Event], superseded: set[str]) -> Iterator[Event]:
     """The events of ``events`` (in log order) that belong to no superseded turn. Give it the primary
     thread's ``session.status_idle`` events too: they tell where a turn ends (what follows, until the
     next turn, belongs to none, except the answer to a custom tool, which resumes the turn it paused)."""
+    for turn, event in _by_turn(events):
+        if isinstance(event, SessionContextCompacted) and event.turn_id in superseded:
+            continue  # it summarised turns that left the path (a %compact between turns belongs to none)
+        if turn is None or turn not in superseded:
+            yield event
+
+
+def replayed_usage(events: Iterable[Event], turn_ids: Collection[str]) -> Usage:
+    """What the requests of turns ``turn_ids`` that the notebook's recording answered counted in the ledger.
+    Give it ``REPLAYED_USAGE_EVENT_TYPES``. No money was spent on them: when their turns leave the path it
+    leaves the ledger, so running a recorded notebook again counts (and budgets) as its first run did."""
+    total = Usage()
+    for turn, event in _by_turn(events):
+        if turn in turn_ids and isinstance(event, SpanModelRequestEnd) and event.source == "replay":
+            total = total + event.model_usage
+    return total
+
+
+def _by_turn(events: Iterable[Event]) -> Iterator[tuple[str | None, Event]]:
+    """Each event with the turn it belongs to (None: between turns)."""
     current: str | None = None
     last: str | None = None
     for event in events:
@@ -87,9 +125,6 @@ def on_path(events: Iterable[Event], superseded: set[str]) -> Iterator[Event]:
             current = last = event.id
         elif isinstance(event, UserCustomToolResult) and event.thread_id is None:
             current = last
-        if isinstance(event, SessionContextCompacted) and event.turn_id in superseded:
-            continue  # it summarised turns that left the path (a %compact between turns belongs to none)
-        if current is None or current not in superseded:
-            yield event
+        yield current, event
         if isinstance(event, SessionStatusIdle) and event.thread_id is None:
             current = None
