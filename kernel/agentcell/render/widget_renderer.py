@@ -39,7 +39,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ApprovalUnavailable
-from ..events import EventDelta, EventStart, SpanModelRequestEnd, UserMessage
+from ..events import EventDelta, EventStart, SessionTurnsSuperseded, SpanModelRequestEnd, UserMessage
 from ._ipython import display
 from .displays import displays_of, opening_event_id, turn_display_id
 from .previews import preview_prompt
@@ -69,9 +69,10 @@ def compact(item: StreamItem) -> dict[str, Any]:
 
 
 def turn_costs(session: Session, *, limit: int = SPARKLINE_TURNS) -> list[str]:
-    """The list cost of each earlier turn of ``session`` (a turn starts at a ``user.message``), oldest first."""
+    """The list cost of each earlier turn of ``session`` that the conversation still holds (a turn starts at a
+    ``user.message``), oldest first: a cell run again shows its new turn's cost, not both."""
     costs: list[Any] = []
-    for event in session.events(types=("user.message", "span.model_request_end")):
+    for event in session.events(types=("user.message", "span.model_request_end"), active_path=True):
         if isinstance(event, UserMessage):
             costs.append(None)
         elif isinstance(event, SpanModelRequestEnd) and costs:
@@ -153,6 +154,8 @@ class WidgetRenderer:
         if self._opening_id is None and (opening := opening_event_id(item)) is not None:
             self._opening_id = opening
             display(self.widget, display_id=turn_display_id(opening))
+        if isinstance(item, SessionTurnsSuperseded) and self._opening_id is None:
+            self._earlier_turns_changed()
         if isinstance(item, EventDelta):
             self._push_delta(item)
         elif isinstance(item, EventStart):
@@ -160,6 +163,14 @@ class WidgetRenderer:
         else:
             self._push(compact(item))
         self._throttle.changed()
+
+    def _earlier_turns_changed(self) -> None:
+        """The turn's cell ran before: the turns it replaces leave the sparkline (a context item replaces
+        the live view's; the saved state keeps one, as a first run's would)."""
+        context = {**self._final[0], "turn_costs": turn_costs(self._session)}
+        if context != self._final[0]:
+            self._final[0] = context
+            self._log.append(context)
 
     def _push(self, data: dict[str, Any]) -> None:
         self._log.append(data)
