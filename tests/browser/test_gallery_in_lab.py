@@ -21,6 +21,7 @@ from .lab import Lab, open_notebook, run_lab, screenshot, turn, wait_cell_done
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(240)]
 
 GALLERY = Path(__file__).resolve().parents[2] / "notebooks"
+_DURATION = re.compile(r"^[\d.]+ m?s$", re.MULTILINE)
 CLOSED = "http://127.0.0.1:9"  # the discard port: nothing listens, so a live request fails at once
 
 
@@ -89,27 +90,41 @@ def test_run_all_on_the_quickstart_replays_its_recording_with_no_key(page: Page,
     screenshot(page, "quickstart-replayed-in-lab")
 
 
-def test_run_all_twice_replays_twice_and_each_turn_says_it_was_replayed(page: Page, keyless_lab: Lab) -> None:
+@pytest.mark.parametrize("name", ["quickstart", "budget_and_cost"])
+def test_run_all_twice_replays_twice_and_each_turn_says_it_was_replayed(
+    page: Page, keyless_lab: Lab, name: str
+) -> None:
     folder = keyless_lab.root / "notebooks"
-    shutil.copy(folder / "quickstart.agentcell.jsonl", folder / "twice.agentcell.jsonl")
-    nb = nbformat.read(GALLERY / "quickstart.ipynb", as_version=4)
+    shutil.copy(folder / f"{name}.agentcell.jsonl", folder / f"{name}-twice.agentcell.jsonl")
+    nb = nbformat.read(GALLERY / f"{name}.ipynb", as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell("%replay status"))
-    nbformat.write(nb, folder / "twice.ipynb")
+    nbformat.write(nb, folder / f"{name}-twice.ipynb")
     sources = [cell.source for cell in nb.cells]
     last = len(sources) - 1
-    prompts = [i for i, s in enumerate(sources) if nb.cells[i].cell_type == "code" and not s.startswith(("%%", "%"))]
-    prompts.append(next(i for i, s in enumerate(sources) if s.startswith("%tools force")))
+    # The turns that sent a request in the committed notebook (a turn the budget refused sent none).
+    asked = [
+        i
+        for i, cell in enumerate(nb.cells)
+        if any('"span.model_request_end"' in json.dumps(o.get("data", {})) for o in cell.get("outputs", []))
+    ]
+    requests = len((folder / f"{name}.agentcell.jsonl").read_text().splitlines()) - 1  # after its header
+    turns = [i for i, s in enumerate(sources) if nb.cells[i].cell_type == "code" and i not in asked and i < last]
+    turns = [i for i in turns if not sources[i].lstrip().startswith("%")]
 
-    open_notebook(page, keyless_lab, "notebooks/twice.ipynb")
+    open_notebook(page, keyless_lab, f"notebooks/{name}-twice.ipynb")
     status = page.locator(".jp-Notebook .jp-Cell").nth(last).locator(".jp-OutputArea-output")
-    for run, replayed in ((1, 3), (2, 6)):
+    footers: list[list[str]] = []
+    for run in (1, 2):
         page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
         page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
         expect(status).to_contain_text(
-            f"(3 requests, {replayed} replayed); sent live: 0; not recorded: 0", timeout=120_000
+            f"({requests} requests, {run * requests} replayed); sent live: 0; not recorded: 0", timeout=120_000
         )
-        for index in prompts:
+        for index in asked:
             badge = turn(page, index).locator(".ac-origin")
             expect(badge).to_have_text("replayed", timeout=30_000)
             expect(badge).to_have_attribute("title", "replayed from the notebook's recording")
-        screenshot(page, f"quickstart-run-all-{run}-replayed")
+        # What each turn cost and left of the budget reads the same in both runs (not how long it took).
+        footers.append([_DURATION.sub("", turn(page, i).locator(".ac-cost").inner_text()) for i in asked + turns])
+        screenshot(page, f"{name}-run-all-{run}-replayed")
+    assert footers[0] == footers[1]
