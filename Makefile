@@ -61,17 +61,9 @@ $(IK73)/.stamp: pyproject.toml
 # With 7.3 also the widget's comm paths: its transport over ZMQ, and approvals/Stop in JupyterLab with
 # comms over subshells on and off (the rest of the browser tests run once, on 7.4, in `make pytest`).
 # The quickstart's local-model runs exercise llama.cpp, not comm dispatch: they run once, in `make pytest`.
-# Known gap (issue 35, open): on 7.3 an external ACP agent's permission request is refused before the widget's
-# hello is dispatched, so the four external-agent approval tests are deselected here until that is fixed; they
-# run on 7.4 in `make pytest`.
-IK73_KNOWN_GAP := \
-	tests/kernel/test_external_agent.py::test_a_permission_request_is_the_widgets_approval_granted_then_refused \
-	tests/kernel/test_external_agent.py::test_an_always_answer_holds_for_the_agents_next_call_of_the_same_command \
-	tests/kernel/test_opencode_agent.py::test_opencodes_file_write_waits_for_the_widgets_approval \
-	tests/kernel/test_third_party_agents.py::test_claude_codes_file_write_waits_for_the_widgets_approval
 pytest-ipykernel73: $(IK73)/.stamp js
 	$(IK73)/bin/pytest tests/kernel tests/widgets/test_transport.py tests/browser/test_comms_matrix.py -p no:cacheprovider \
-		--ignore=tests/kernel/test_quickstart.py $(addprefix --deselect=,$(IK73_KNOWN_GAP))
+		--ignore=tests/kernel/test_quickstart.py
 
 # jupyter-ai-acp-client pins agent-client-protocol<0.12: the ACP tests again with `agentcell acp` on the SDK
 # 0.11.1 (first on the agent's path; the tests' client, an editor, keeps 0.12). One small package, no second

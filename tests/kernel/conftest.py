@@ -117,6 +117,10 @@ def external_agent_kernel(env: dict[str, str], cwd: Path, agent: str) -> Iterato
     km, kc = start_new_kernel(kernel_name="agentcell", env=env, cwd=str(cwd), startup_timeout=60)
     try:
         driver = TurnDriver(kc)
+        # The widget's messages go over a subshell, as JupyterLab sends them: ipykernel 7.3 queues a comm
+        # message on the main shell behind the running cell, where no approval can be answered (for the
+        # engine's own calls as for the agent's: test_transport.py's main-shell test).
+        driver.open_subshell()
         driver.execute(f"%agent acp {agent}")
         driver.until_idle()
         yield driver

@@ -62,8 +62,8 @@ class TurnDriver:
                 return msg
 
     def announce(self, start: int = 1, tries: int = 3) -> dict[str, Any]:
-        """Say hello as the widget's view does, again if the turn does not go live (a hello can be lost on
-        ipykernel 7.3 with comms over subshells); return the widget.live item."""
+        """Say hello as the widget's view does, again if the turn does not go live (as the view does: the
+        kernel takes a repeat as a resync); return the widget.live item."""
         for attempt in range(tries):
             self.send({"type": "hello", "from": start})
             try:

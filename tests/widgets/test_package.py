@@ -9,7 +9,9 @@ import sys
 import zipfile
 from pathlib import Path
 
+import comm
 import pytest
+from comm.base_comm import BaseComm
 
 import agentcell
 import agentcell_widgets
@@ -40,6 +42,25 @@ def test_the_installed_package_has_the_built_bundle() -> None:
 def test_the_widget_rejects_unknown_arguments() -> None:
     with pytest.raises(TypeError, match="itmes"):
         TurnWidget(itmes=[])
+
+
+class _AnsweredAtOnce(BaseComm):
+    """A comm whose front end says hello the moment the comm_open is out, before the kernel's next line: what
+    ipykernel 7.3 can do on a subshell's thread (JupyterLab's comms over subshells)."""
+
+    def publish_msg(self, msg_type: str, *args: object, **kwargs: object) -> None:
+        if msg_type == "comm_open":
+            hello = {"method": "custom", "content": {"type": "hello", "from": 1}}
+            self.handle_msg({"content": {"comm_id": self.comm_id, "data": hello}, "buffers": []})
+
+
+def test_the_views_first_message_reaches_the_widget_even_as_its_comm_opens(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(comm, "create_comm", _AnsweredAtOnce)
+    heard: list[object] = []
+    widget = TurnWidget(items=[], on_msg=lambda _w, content, _b: heard.append(content))
+    assert heard == [{"type": "hello", "from": 1}]
+    assert isinstance(widget.comm, _AnsweredAtOnce) and widget.comm.primary
+    widget.close()
 
 
 @pytest.mark.slow

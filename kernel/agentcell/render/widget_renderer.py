@@ -135,8 +135,7 @@ class WidgetRenderer:
         """The compact durable log: the log without previews, set as the widget's state at the end."""
         if (window := window_now(session)) is not None:
             self._log.append(window)  # sent with the first batch; not in the saved state (self._final)
-        self.widget = TurnWidget(items=[context])
-        self.widget.on_msg(self._on_msg)
+        self.widget = TurnWidget(items=[context], on_msg=self._on_msg)
         self._displays = displays_of(session)
         self._opening_id: str | None = None
         """The id of the turn's opening ``user.message``: its output's display id is derived from it."""
