@@ -198,6 +198,21 @@ def run_cell(page: Page, index: int) -> None:
     raise AssertionError(f"cell {index} did not start running")
 
 
+def run_all(page: Page, first: int) -> None:
+    """Run > Run All Cells; ``first`` is the index of the first code cell. Right after the kernel starts,
+    Notebook 7 sometimes clears the outputs and runs nothing; the first cell still showing ``[ ]:`` means
+    nothing was sent, so choosing Run All again cannot run a cell twice."""
+    for _ in range(3):
+        page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
+        page.locator(".lm-Menu-item[data-command='runmenu:run-all']").click()
+        try:
+            expect(cell_prompt(page, first)).not_to_have_text(re.compile(r"^\[ \]:$"), timeout=5_000)
+            return
+        except AssertionError:
+            continue
+    raise AssertionError("Run All did not start")
+
+
 def cell_prompt(page: Page, index: int) -> Any:
     return page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".jp-InputArea-prompt")
 

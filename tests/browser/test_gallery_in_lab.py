@@ -16,7 +16,7 @@ import nbformat
 import pytest
 from playwright.sync_api import Page, expect
 
-from .lab import Lab, open_notebook, run_lab, screenshot, turn, wait_cell_done
+from .lab import Lab, open_notebook, run_all, run_lab, screenshot, turn, wait_cell_done
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -128,3 +128,31 @@ def test_run_all_twice_replays_twice_and_each_turn_says_it_was_replayed(
         footers.append([_DURATION.sub("", turn(page, i).locator(".ac-cost").inner_text()) for i in asked + turns])
         screenshot(page, f"{name}-run-all-{run}-replayed")
     assert footers[0] == footers[1]
+
+
+def test_run_all_in_notebook7_replays_and_each_turn_says_so(page: Page, keyless_lab: Lab) -> None:
+    folder = keyless_lab.root / "notebooks"
+    shutil.copy(folder / "quickstart.agentcell.jsonl", folder / "quickstart-nb7.agentcell.jsonl")
+    nb = nbformat.read(GALLERY / "quickstart.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("%replay status"))
+    nbformat.write(nb, folder / "quickstart-nb7.ipynb")
+    last = len(nb.cells) - 1
+    asked = [
+        i
+        for i, cell in enumerate(nb.cells)
+        if any('"span.model_request_end"' in json.dumps(o.get("data", {})) for o in cell.get("outputs", []))
+    ]
+    assert asked
+    requests = len((folder / "quickstart.agentcell.jsonl").read_text().splitlines()) - 1
+
+    open_notebook(page, keyless_lab, "notebooks/quickstart-nb7.ipynb", app="notebook7")
+    run_all(page, next(i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"))
+    status = page.locator(".jp-Notebook .jp-Cell").nth(last).locator(".jp-OutputArea-output")
+    expect(status).to_contain_text(
+        f"({requests} requests, {requests} replayed); sent live: 0; not recorded: 0", timeout=120_000
+    )
+    for index in asked:
+        badge = turn(page, index).locator(".ac-origin")
+        expect(badge).to_have_text("replayed", timeout=30_000)
+        expect(badge).to_have_attribute("title", "replayed from the notebook's recording")
+    screenshot(page, "quickstart-run-all-replayed-notebook7")

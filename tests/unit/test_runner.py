@@ -196,6 +196,17 @@ async def test_a_refusal_is_surfaced(db_path: Path) -> None:
     await engine.aclose()
 
 
+async def test_an_answer_cut_at_max_tokens_says_so_and_the_turn_ends(db_path: Path) -> None:
+    script = [ScriptedResponse(steps=[ScriptedText(text="The first half")], stop_reason="max_tokens")]
+    engine, _ = scripted_engine(db_path, script)
+    session = engine.sessions.create(agent=engine.agents.create(name="a", model="scripted").id)
+    result = await session.ask("a long story")
+    assert result.stop_reason == ev.EndTurn() and result.text == "The first half"
+    assert [e.type for e in result.errors] == ["max_tokens"]
+    assert "cut off at max_tokens" in result.errors[0].message
+    await engine.aclose()
+
+
 async def test_a_failure_before_output_ends_the_turn_with_a_typed_error(db_path: Path) -> None:
     script = [
         ScriptedResponse(steps=[ScriptedError(message="overloaded", status_code=529, error_type="overloaded_error")])

@@ -166,6 +166,10 @@ class TurnRunner:
                 )
                 self._emit_error("context_window_exceeded", message)
                 return ErrorStop(message=message)
+            elif response.stop_reason == "max_tokens":
+                # The turn ends with the answer, but a cut answer reads like a whole one unless it is said.
+                said = "the answer was cut off at max_tokens; raise it (%model NAME max_tokens=N) for a longer one"
+                self._emit_error("max_tokens", said)
             if log.steering_pending(self.thread_id):
                 continue  # guidance came in while the answer streamed: the model gets to act on it
             return EndTurn()
