@@ -94,10 +94,10 @@ class AgentCell(Configurable):
                              "of a longer run are left out, with a note.").tag(config=True)  # fmt: skip
     context_images = Int(4, help="Most images of code cells one turn sends (the rest as their text).").tag(config=True)
     propose_cells = Bool(
-        False,
+        True,
         help="Let the agent propose cells (new ones, edits, deletions) that you accept (`%accept N`, or the lab "
-        "extension's buttons) or reject (`%reject N`); never under read-only. Off by default: it adds a tool, "
-        "and so changes every request (and a recording's key).",
+        "extension's buttons) or reject (`%reject N`); never under read-only. Off: the agent is offered no "
+        "notebook_edit tool and shown no cell ids.",
     ).tag(config=True)
 
     host: NotebookAgent | None = None
