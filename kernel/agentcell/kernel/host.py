@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ..records.agent import Agent
     from ..render.renderer import RendererFactory, TurnRenderer
     from ..sessions import Session, TurnResult
+    from .magics.proposals import WaitingProposals
     from .magics.workflow import WorkflowCell
     from .turn_context import NotebookContextSource
 
@@ -405,6 +406,13 @@ class NotebookAgent:
         from .magics.proposals import session_cells
 
         return [p.number for p in session_cells(self).pending()]
+
+    def waiting_proposals(self) -> WaitingProposals:
+        """The agent's proposed cells still waiting, whole: a notebook reopened after the agent proposed them
+        with its tab closed has no card to show them by (the lab extension places them)."""
+        from .magics.proposals import WaitingProposals, session_cells
+
+        return WaitingProposals(session_cells(self).pending())
 
     def _offer_inspect_tool(self) -> None:
         """Once the notebook has named the user's variables to the model, it may look at one more closely
