@@ -409,10 +409,12 @@ class NotebookAgent:
 
     def waiting_proposals(self) -> WaitingProposals:
         """The agent's proposed cells still waiting, whole: a notebook reopened after the agent proposed them
-        with its tab closed has no card to show them by (the lab extension places them)."""
+        with its tab closed has no card to show them by (the lab extension places them). Asked as a notebook
+        opens, so it never opens a session: which one is the notebook's is known only once it has said its
+        id (``identify_notebook``, before its first run); a kernel with none yet has run no turn."""
         from .magics.proposals import WaitingProposals, session_cells
 
-        return WaitingProposals(session_cells(self).pending())
+        return WaitingProposals(session_cells(self).pending() if self.has_session else [])
 
     def _offer_inspect_tool(self) -> None:
         """Once the notebook has named the user's variables to the model, it may look at one more closely
