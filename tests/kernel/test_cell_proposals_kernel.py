@@ -1,8 +1,9 @@
-"""Cells the agent proposes, through the real kernel against the loopback Anthropic server: off by default
-(no tool, requests as before); with ``AgentCell.propose_cells`` the model sees cell ids and gets
-``notebook_edit``; ``%accept N`` puts the cell below (the ``set_next_input`` payload) and the next request
-says it was accepted, with the cell's run; ``%fix`` asks for a fix of the failing cell as a proposed edit;
-an edit of a cell run with other code since is not applied, and both the user and the model are told."""
+"""Cells the agent proposes, through the real kernel against the loopback Anthropic server: on by default
+(the model sees cell ids and gets ``notebook_edit``), never under read-only, off with
+``AgentCell.propose_cells = False`` (no tool, no cell ids); ``%accept N`` puts the cell below (the
+``set_next_input`` payload) and the next request says it was accepted, with the cell's run; ``%fix`` asks
+for a fix of the failing cell as a proposed edit; an edit of a cell run with other code since is not
+applied, and both the user and the model are told."""
 
 from __future__ import annotations
 
@@ -75,6 +76,8 @@ def test_a_proposed_cell_accepted_then_run_reaches_the_next_request(
 ) -> None:
     server.queue(
         sse_reply("anthropic_text.sse"),
+        sse_reply("anthropic_text.sse"),
+        sse_reply("anthropic_text.sse"),
         tool_call("notebook_edit", {"action": "insert", "cell_id": "c1", "source": "y = x * 2\nprint('y is', y)"}),
         sse_reply("anthropic_text.sse"),
         sse_reply("anthropic_text.sse"),
@@ -83,7 +86,13 @@ def test_a_proposed_cell_accepted_then_run_reaches_the_next_request(
         assert execute(kc, "%config AgentCell.renderer = 'markdown'").status == "ok"
         assert execute(kc, "%%python\nx = 21", cell_id="c1").status == "ok"
         assert execute(kc, "Hello?", cell_id="p0").status == "ok"
+        assert execute(kc, "%config AgentCell.propose_cells = False").status == "ok"
+        assert execute(kc, "%%python\nz = 1", cell_id="c0").status == "ok"
+        assert execute(kc, "Off?", cell_id="p00").status == "ok"
         assert execute(kc, "%config AgentCell.propose_cells = True").status == "ok"
+        assert execute(kc, "%permissions read-only").status == "ok"
+        assert execute(kc, "Read-only?", cell_id="p01").status == "ok"
+        assert execute(kc, "%permissions workspace-write").status == "ok"
         assert execute(kc, "%%python\nx = 2", cell_id="c1").status == "ok"
         turn = execute(kc, "Double x in a new cell.", cell_id="p1")
         assert turn.status == "ok", turn.reply
@@ -102,8 +111,11 @@ def test_a_proposed_cell_accepted_then_run_reaches_the_next_request(
         again = execute(kc, "%accept 1")
         assert again.status == "error" and "was accepted already" in again.reply["evalue"]
         assert execute(kc, "What now?", cell_id="p2").status == "ok"
-    off, proposing, answered, after = (r.body for r in server.requests)
-    assert "notebook_edit" not in _tools(off) and "cell id:" not in _text(off)  # off by default: as before
+    default, off, read_only, proposing, answered, after = (r.body for r in server.requests)
+    assert "notebook_edit" in _tools(default) and "(cell id: c1)" in _text(default)  # on by default
+    latest = {**off, "messages": off["messages"][-1:]}  # the earlier turn's cells keep the ids they were shown
+    assert "notebook_edit" not in _tools(off) and "cell id:" not in _text(latest) and "z = 1" in _text(latest)
+    assert "notebook_edit" not in _tools(read_only)  # never under read-only
     assert "notebook_edit" in _tools(proposing) and "(cell id: c1)" in _text(proposing)
     assert "Proposal 1 (a new code cell after cell c1) is waiting for the user's review" in _text(answered)
     said = _text(after)

@@ -31,7 +31,7 @@ def _notebook(path: Path, script: Path) -> Path:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "agentcell", "display_name": "Agent (agentcell)", "language": "markdown"}
     sources = {
-        "config": "%config AgentCell.propose_cells = True",
+        "config": "%context on",  # the default; proposing cells is on by default too, with no %config
         "setup": "%%python\nx = 2",
         "ask": "Double x, and make x three.",
         "after": "What now?",

@@ -18,7 +18,7 @@ from .conftest import execute, running_kernel
 
 pytestmark = pytest.mark.slow
 
-LONG = "The quick brown fox jumps over the lazy dog. " * 220  # ~9,900 characters
+LONG = "The quick brown fox jumps over the lazy dog. " * 195  # ~8,800 characters: the first turn fits its window
 SUMMARY = "SUMMARY: the user pasted a long text about a fox jumping over a dog."
 MODEL = "%model anthropic:claude-sonnet-4-5 context_window=4000 max_tokens=256"
 CELLS = [f"Keep this text: {LONG}", "What was it about?", "%compact keep the animals", "And the dog?"]

@@ -161,3 +161,5 @@ def test_in_another_ipython_kernel_every_ordinary_cell_reaches_the_next_agent_ce
     text = "\n".join(b["text"] for b in _last_user(request.body) if b["type"] == "text")
     assert "answer = 41 + 1" in text and "the answer is 42" in text and "- answer: int, 42" in text
     assert "%load_ext" not in text and "%config" not in text and "%%agent" not in text
+    # %%agent in IPython proposes cells by default too: the tool, and the cell's id beside it.
+    assert "notebook_edit" in [t["name"] for t in request.body["tools"]] and "(cell id: code)" in text

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ..records.agent import Agent
     from ..render.renderer import RendererFactory, TurnRenderer
     from ..sessions import Session, TurnResult
+    from .magics.proposals import WaitingProposals
     from .magics.workflow import WorkflowCell
     from .turn_context import NotebookContextSource
 
@@ -94,10 +95,10 @@ class AgentCell(Configurable):
                              "of a longer run are left out, with a note.").tag(config=True)  # fmt: skip
     context_images = Int(4, help="Most images of code cells one turn sends (the rest as their text).").tag(config=True)
     propose_cells = Bool(
-        False,
+        True,
         help="Let the agent propose cells (new ones, edits, deletions) that you accept (`%accept N`, or the lab "
-        "extension's buttons) or reject (`%reject N`); never under read-only. Off by default: it adds a tool, "
-        "and so changes every request (and a recording's key).",
+        "extension's buttons) or reject (`%reject N`); never under read-only. Off: the agent is offered no "
+        "notebook_edit tool and shown no cell ids.",
     ).tag(config=True)
 
     host: NotebookAgent | None = None
@@ -405,6 +406,15 @@ class NotebookAgent:
         from .magics.proposals import session_cells
 
         return [p.number for p in session_cells(self).pending()]
+
+    def waiting_proposals(self) -> WaitingProposals:
+        """The agent's proposed cells still waiting, whole: a notebook reopened after the agent proposed them
+        with its tab closed has no card to show them by (the lab extension places them). Asked as a notebook
+        opens, so it never opens a session: which one is the notebook's is known only once it has said its
+        id (``identify_notebook``, before its first run); a kernel with none yet has run no turn."""
+        from .magics.proposals import WaitingProposals, session_cells
+
+        return WaitingProposals(session_cells(self).pending() if self.has_session else [])
 
     def _offer_inspect_tool(self) -> None:
         """Once the notebook has named the user's variables to the model, it may look at one more closely

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ...records.cell_events import AgentCellProposed
     from ..host import NotebookAgent
 
-__all__ = ["ProposalMagics", "answer_proposal", "find_proposal", "fix_prompt", "run_fix"]
+__all__ = ["ProposalMagics", "WaitingProposals", "answer_proposal", "find_proposal", "fix_prompt", "run_fix"]
 
 _HELP = {
     "accept": "%accept N  accept the agent's proposed cell N: its source goes in a new cell below this one",
@@ -111,6 +111,36 @@ def session_cells(host: NotebookAgent) -> NotebookCells:
     from ...engine.cell_proposals import PROPOSAL_EVENT_TYPES, notebook_cells
 
     return notebook_cells(host.session.events(types=PROPOSAL_EVENT_TYPES, active_path=True), set())
+
+
+class WaitingProposals:
+    """The proposals still waiting, as a user expression answers them: JSON, in the shape of the turn view's
+    proposal blocks (``widgets/js/src/state.ts``), and their numbers as text."""
+
+    def __init__(self, proposals: list[AgentCellProposed]) -> None:
+        self.proposals = proposals
+
+    def __repr__(self) -> str:
+        return repr([p.number for p in self.proposals])
+
+    def _repr_json_(self) -> list[dict[str, object]]:
+        return [
+            {
+                "kind": "proposal",
+                "id": p.id,
+                "number": p.number,
+                "action": p.action,
+                "cellType": p.cell_type,
+                "source": p.source,
+                "cellId": p.cell_id,
+                "position": p.position,
+                "oldSource": p.old_source,
+                "turnCellId": p.turn_cell_id,
+                "note": p.note,
+                "resolution": None,
+            }
+            for p in self.proposals
+        ]
 
 
 def find_proposal(host: NotebookAgent, number: int) -> AgentCellProposed:

@@ -111,8 +111,15 @@ function settle(panel: NotebookPanel, proposal: ProposalBlock, answer: ProposalA
   }
 }
 
+/** Proposals placed with no card to show them (made while the notebook was closed): said once. */
+function tellWaiting(numbers: number[]): void {
+  const one = numbers.length === 1;
+  const what = `${one ? "a cell" : "cells"} (${numbers.join(", ")}): ${one ? "it waits" : "they wait"}`;
+  Notification.info(`While this notebook was closed, the agent proposed ${what} for your answer, marked in the notebook.`, { autoClose: 10000 });
+}
+
 function follow(panel: NotebookPanel): void {
-  followProposedCells(panel);
+  followProposedCells(panel, tellWaiting);
   panel.node.addEventListener(PROPOSAL_EVENT, (event) => answerProposal(panel, event));
 }
 

@@ -6,7 +6,9 @@
  * "pending", source}` (`source` is what the agent proposed, so an answer can tell the model the user edited
  * it), so it survives save and reopen and its bar comes back. The bar asks the page with the card's
  * `agentcell:proposal` event, so one place (proposals.ts) applies every answer and tells the kernel. A card
- * the kernel says was answered already (a reopened notebook) shows as answered.
+ * the kernel says was answered already (a reopened notebook) shows as answered. A proposal no card shows (made
+ * while the notebook's tab was closed: its turn's output reached no page) is asked of the kernel whole
+ * (`__agentcell__.waiting_proposals()`) when the notebook opens, and placed the same way.
  */
 
 import type { Cell } from "@jupyterlab/cells";
@@ -75,7 +77,18 @@ export async function pendingProposals(panel: NotebookPanel): Promise<number[] |
   return [...String(said.data?.["text/plain"] ?? "").matchAll(/\d+/g)].map((m) => Number(m[0]));
 }
 
-function place(panel: NotebookPanel, proposal: ProposalBlock, card: Element): void {
+/** The proposals the kernel says still wait, whole (null when it could not say). */
+async function waitingProposals(panel: NotebookPanel): Promise<ProposalBlock[] | null> {
+  const kernel = panel.sessionContext.session?.kernel;
+  if (!kernel) return null;
+  const asked = kernel.requestExecute({ code: "", silent: true, store_history: false, user_expressions: { waiting: "__agentcell__.waiting_proposals()" } });
+  const reply = await asked.done;
+  const said = (reply.content as { user_expressions?: Record<string, { status?: string; data?: Record<string, unknown> }> }).user_expressions?.waiting;
+  const found = said?.status === "ok" ? said.data?.["application/json"] : null;
+  return Array.isArray(found) ? (found as ProposalBlock[]) : null;
+}
+
+function place(panel: NotebookPanel, proposal: ProposalBlock, card: Element | null): void {
   const shared = panel.content.model?.sharedModel;
   if (!shared || panel.content.model?.readOnly || placedIndex(panel, proposal.number) >= 0) return;
   const at = insertIndex(panel, proposal, card);
@@ -142,6 +155,28 @@ async function seeCards(panel: NotebookPanel, placing: Set<number>): Promise<voi
     }
   }
   decorate(panel);
+}
+
+/**
+ * The proposals no card of this page shows: made while the notebook was closed (its turn's output went to
+ * no tab), or in a turn another tab ran. Placed, or marked on their cell, as their cards would have; returns
+ * their numbers, for the user to be told once.
+ */
+async function placeWaiting(panel: NotebookPanel, placing: Set<number>): Promise<number[]> {
+  if (panel.sessionContext.session?.kernel?.name !== "agentcell" || panel.content.model?.readOnly) return [];
+  const waiting = await waitingProposals(panel);
+  if (!waiting) return [];
+  const carded = new Set([...panel.content.node.querySelectorAll(".ac-proposal[data-proposal]")].map((card) => (JSON.parse(card.getAttribute("data-proposal") ?? "{}") as { number?: number }).number));
+  const edits = editsOf(panel);
+  const fresh = waiting.filter((p) => !carded.has(p.number) && !placing.has(p.number) && placedIndex(panel, p.number) < 0 && !(p.cellId && edits.get(p.cellId)?.number === p.number));
+  for (const proposal of fresh) {
+    if (proposal.action === "insert") {
+      placing.add(proposal.number);
+      place(panel, proposal, null);
+    } else if (proposal.cellId) edits.set(proposal.cellId, proposal);
+  }
+  decorate(panel);
+  return fresh.map((p) => p.number);
 }
 
 /** The bar of a cell with a proposal waiting: what it is, then Accept / Accept & run / Reject (A / R / X). */
@@ -233,7 +268,8 @@ export function decorate(panel: NotebookPanel): void {
   }
 }
 
-export function followProposedCells(panel: NotebookPanel): void {
+/** `tell`: the user is told of the proposals placed without a card (their numbers). */
+export function followProposedCells(panel: NotebookPanel, tell: (numbers: number[]) => void): void {
   const placing = new Set<number>();
   // One question to the kernel at a time: the DOM changes with every keystroke, a card shows once.
   let asking: Promise<void> | null = null;
@@ -258,4 +294,11 @@ export function followProposedCells(panel: NotebookPanel): void {
   });
   void panel.sessionContext.ready.then(look);
   panel.sessionContext.kernelChanged.connect(look);
+  // Proposals without a card, asked once the notebook and its kernel are ready. Reopened while the closed
+  // tab's turn still runs, the question waits in the kernel's queue behind the turn, so it sees its proposals.
+  const askWaiting = (): void => {
+    placeWaiting(panel, placing).then((numbers) => numbers.length > 0 && tell(numbers), () => undefined);
+  };
+  void Promise.all([panel.context.ready, panel.sessionContext.ready]).then(askWaiting);
+  panel.sessionContext.kernelChanged.connect(() => void panel.sessionContext.ready.then(askWaiting));
 }
