@@ -46,8 +46,10 @@ $(AGENTS)/node_modules/.package-lock.json: $(AGENTS)/package-lock.json
 
 acp-agents: $(AGENTS)/node_modules/.package-lock.json
 
+# Two workers, each taking whole files (a module's Lab, servers and fixtures stay in one process): most
+# tests wait on kernels, servers and browsers, so two run in about the time of one.
 pytest: $(VENV)/.stamp-dev js acp-agents
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2 --dist loadfile
 
 # ipykernel 7.3 and 7.4 dispatch comm messages differently (shared/reference/kernel-mechanics.md §2):
 # the kernel tests run again in a second environment pinned to 7.3.
@@ -62,7 +64,7 @@ $(IK73)/.stamp: pyproject.toml
 # comms over subshells on and off (the rest of the browser tests run once, on 7.4, in `make pytest`).
 # The quickstart's local-model runs exercise llama.cpp, not comm dispatch: they run once, in `make pytest`.
 pytest-ipykernel73: $(IK73)/.stamp js
-	$(IK73)/bin/pytest tests/kernel tests/widgets/test_transport.py tests/browser/test_comms_matrix.py -p no:cacheprovider \
+	$(IK73)/bin/pytest -n 2 --dist loadfile tests/kernel tests/widgets/test_transport.py tests/browser/test_comms_matrix.py -p no:cacheprovider \
 		--ignore=tests/kernel/test_quickstart.py
 
 # jupyter-ai-acp-client pins agent-client-protocol<0.12: the ACP tests again with `agentcell acp` on the SDK
