@@ -122,12 +122,30 @@ def test_two_kernels_appending_to_their_own_sessions_at_once_lose_and_duplicate_
     kernel_env: dict[str, str], tmp_path: Path, pg_url: str
 ) -> None:
     text = {"kind": "text", "chunk_size": 1, "delay": 0.002}
-    steps = [
-        {"steps": [{**text, "text": f"step {i} "}, {"kind": "tool_call", "name": "python", "input": {"code": f"{i}"}}]}
-        for i in range(20)
-    ] + [{"steps": [{"kind": "text", "text": "done"}]}]
+    barrier = tmp_path / "barrier"
+    barrier.mkdir()
+
+    def step_code(name: str, other: str, i: int) -> str:
+        # Each step's python call waits for the other kernel to reach the same step, so the two turns append
+        # in lockstep however the machine schedules the two processes (a started-first kernel on a busy
+        # machine could otherwise finish before the other began).
+        return (
+            f"import pathlib, time\nbarrier = pathlib.Path({str(barrier)!r})\n"
+            f"(barrier / '{name}-{i}').touch()\ngive_up = time.monotonic() + 120\n"
+            f"while not (barrier / '{other}-{i}').exists() and time.monotonic() < give_up:\n    time.sleep(0.01)\n{i}"
+        )
+
     kernels = []
-    for name in ("alice", "bob"):
+    for name, other in (("alice", "bob"), ("bob", "alice")):
+        steps = [
+            {
+                "steps": [
+                    {**text, "text": f"step {i} "},
+                    {"kind": "tool_call", "name": "python", "input": {"code": step_code(name, other, i)}},
+                ]
+            }
+            for i in range(20)
+        ] + [{"steps": [{"kind": "text", "text": "done"}]}]
         env = _env(kernel_env, tmp_path, pg_url, name)
         env["AGENTCELL_MODEL"] = write_script(tmp_path / f"{name}.json", steps)
         kernels.append(running_kernel(env))
@@ -138,7 +156,7 @@ def test_two_kernels_appending_to_their_own_sessions_at_once_lose_and_duplicate_
         ids = (_session_id(kc_a), _session_id(kc_b))
         # Both turns at once: each kernel appends ~120 events while the other does.
         pending = [kc.execute("Work through the steps.") for kc in (kc_a, kc_b)]
-        runs = [_collect(kc, msg_id) for kc, msg_id in zip((kc_a, kc_b), pending, strict=True)]
+        runs = [_collect(kc, msg_id, timeout=180) for kc, msg_id in zip((kc_a, kc_b), pending, strict=True)]
     assert all(run.status == "ok" and run.final_markdown.startswith("step 0") for run in runs)
     import psycopg
 
@@ -153,7 +171,8 @@ def test_two_kernels_appending_to_their_own_sessions_at_once_lose_and_duplicate_
     assert len({r[3] for r in rows}) == len(rows) and len({r[2] for r in rows}) == len(rows)
     order = [r[0] for r in rows if r[0] in ids]
     switches = sum(1 for a, b in itertools.pairwise(order) if a != b)
-    assert switches > 10, "the two kernels did not append at the same time"
+    assert switches >= 20, "the two kernels did not append at the same time"
+    assert sorted(p.name for p in barrier.iterdir()) == sorted(f"{n}-{i}" for n in ("alice", "bob") for i in range(20))
 
 
 def _collect(kc: Any, msg_id: str, timeout: float = 60) -> Execution:
