@@ -188,6 +188,9 @@ def run_cell(page: Page, index: int) -> None:
     cell = page.locator(".jp-Notebook .jp-Cell").nth(index)
     not_sent = re.compile(r"^\[ \]:$")
     for _ in range(3):
+        dialog = page.locator(".jp-Dialog")
+        if dialog.count():  # it would take the click: say what it asks rather than time out under it
+            raise AssertionError(f"a dialog covers the notebook: {dialog.first.inner_text()!r}")
         cell.locator(".jp-InputArea-editor").click()
         page.keyboard.press("Shift+Enter")
         try:
