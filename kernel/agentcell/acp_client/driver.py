@@ -150,9 +150,11 @@ class ExternalDriver:
         try:
             waiting: set[asyncio.Future[Any]] = {prompt, budget, garbled}
             await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-            if prompt.done():
+            # An agent that writes garbage and then exits fails the prompt (its stdout closed) maybe before the
+            # SDK has dispatched the garbage's marker: what it wrote is known already, and says more.
+            if prompt.done() and not (agent.garbage is not None and _raised(prompt)):
                 return prompt.result()
-            if garbled.done():
+            if garbled.done() or agent.garbage is not None:
                 prompt.cancel()
                 updates.end(reason=f"{agent.name} wrote garbage")
                 return _failed(scope, await self._garbled())
@@ -208,6 +210,10 @@ class ExternalDriver:
             await agent.aclose()
             return f"{message}\nthe next message starts it again"
         return f"{agent.name} answered the prompt with an error: {exc}"
+
+
+def _raised(future: asyncio.Future[Any]) -> bool:
+    return not future.cancelled() and future.exception() is not None
 
 
 async def _cancel(conn: Any, session_id: str | None, prompt: asyncio.Future[PromptResponse]) -> bool:
