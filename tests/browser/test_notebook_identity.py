@@ -17,7 +17,9 @@ import nbformat
 import pytest
 from playwright.sync_api import Page, expect
 
+from agentcell import Engine
 from agentcell.kernel.kernel import AgentCellKernel
+from agentcell.store import notebooks as notebook_index
 
 from ..kernel.echo_server import EchoServer, echo_server
 from .conftest import lab_env
@@ -145,6 +147,7 @@ def _daily(page: Page, lab: Lab, server: EchoServer, app: str) -> tuple[Path, st
     _rename(page, "daily.ipynb")
     daily = lab.root / app / "daily.ipynb"
     _wait_saved_with_id(daily)
+    _wait_index_knows(lab, daily_id, daily)
     _shut_down_kernels(page, lab)
     return daily, daily_id
 
@@ -163,11 +166,28 @@ def _wait_saved_with_id(path: Path, *, not_id: str | None = None, timeout: float
     """Until the saved file carries an id (other than ``not_id``) and its turns: the save has landed."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        found = _notebook_id(path)
-        if found and found != not_id and any(c.get("outputs") for c in json.loads(path.read_text())["cells"]):
+        try:
+            saved = json.loads(path.read_text())
+        except (FileNotFoundError, json.JSONDecodeError):  # a rename or a save still on its way
+            saved = {"metadata": {}, "cells": []}
+        found = saved["metadata"].get("agentcell", {}).get("notebook_id")
+        if found and found != not_id and any(c.get("outputs") for c in saved["cells"]):
             return
         time.sleep(0.2)
     raise AssertionError(f"{path.name} was not saved with an id of its own")
+
+
+def _wait_index_knows(lab: Lab, notebook_id: str, path: Path, timeout: float = 20.0) -> None:
+    """Until the kernel has heard of the rename (the front end says the new path as it happens) and its
+    notebook index has the new path: a user's next step is seconds away, the test's is not."""
+    deadline = time.monotonic() + timeout
+    with Engine(str(lab.root.parent / "agentcell.db")) as engine:
+        while time.monotonic() < deadline:
+            record = notebook_index.get_notebook(engine.store, notebook_id)
+            if record is not None and record.path and Path(record.path).resolve() == path.resolve():
+                return
+            time.sleep(0.2)
+    raise AssertionError(f"the notebook index never learned that {notebook_id} is at {path}")
 
 
 def _session_of(path: Path) -> str:
