@@ -12,12 +12,13 @@ __all__ = ["format_cache_saving", "format_cost", "format_usd"]
 
 
 def format_usd(amount: Decimal) -> str:
-    """``$0``, ``$0.000123`` for fractions of a cent, ``$1.25`` above."""
-    if amount == 0:
+    """``$0``, ``$0.000123`` for fractions of a cent, ``$1.25`` above; ``-$0.0098`` below zero. What rounds
+    to nothing at six places is ``$0`` (the widget's ``formatUsd`` rounds the same way)."""
+    places = 6 if abs(amount) < Decimal("0.01") else 4
+    text = f"{abs(amount):.{places}f}".rstrip("0").rstrip(".")
+    if text == "0":
         return "$0"
-    if amount < Decimal("0.01"):
-        return f"${amount:.6f}".rstrip("0")
-    return f"${amount:.4f}".rstrip("0").rstrip(".")
+    return f"{'-' if amount < 0 else ''}${text}"
 
 
 def format_cost(usage: Usage) -> str:

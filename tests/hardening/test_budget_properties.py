@@ -138,7 +138,9 @@ def test_parallel_threads_share_a_budget_without_starving_or_overspending(
     if result.stop_reason != ev.EndTurn():
         assert result.stop_reason == ev.BudgetReached()
         [refusal] = [e.error.message for e in result.events if isinstance(e, ev.SessionError)]
-        figures = re.search(r"may cost up to \$([\d.]+) .* and \$([\d.]+) of the \$[\d.]+ budget is left", refusal)
+        figures = re.search(
+            r"may cost up to \$([\d.]+) .* and (\$[\d.]+ of the|nothing is left of the) \$[\d.]+ budget", refusal
+        )
         assert figures, refusal
         # Refused only when even the shortest useful request could not fit what is unspent (nothing held).
         assert Decimal(figures[1]) > budget - spent, refusal

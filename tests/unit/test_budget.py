@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from agentcell import Engine, ModelRequest, ScriptedProvider, ScriptedResponse, ScriptedText, ScriptedToolCall
 from agentcell import events as ev
+from agentcell._format import format_usd
 from agentcell.tools.simple import SimpleTools
 from agentcell.usage import CacheCreation, Usage, flat_pricing, worst_case_cost
 
@@ -222,3 +224,18 @@ def test_parallel_threads_wait_for_each_others_reservations_instead_of_starving(
     idles = [e for e in result.events if isinstance(e, ev.SessionThreadStatusIdle)]
     assert [i.stop_reason.type for i in idles] == ["end_turn"] * 6
     assert session.usage.spent <= one * 3
+
+
+def test_format_usd_writes_what_the_widget_writes_and_never_a_bare_point_or_a_sign_after_the_dollar() -> None:
+    table = json.loads((Path(__file__).parents[1] / "fixtures" / "usd_formats.json").read_text())
+    said = {amount: format_usd(Decimal(amount)) for amount, _ in table["cases"]}
+    assert said == dict(table["cases"])
+    assert not any(text.endswith(".") or "$-" in text for text in said.values())
+
+
+def test_an_overspent_budget_says_nothing_is_left_rather_than_a_negative_amount() -> None:
+    from agentcell.engine.budget import _what_is_left
+
+    assert _what_is_left(Decimal("-0.0098"), "$0.01 budget") == "nothing is left of the $0.01 budget"
+    assert _what_is_left(Decimal("0.0000001"), "$0.01 budget") == "nothing is left of the $0.01 budget"
+    assert _what_is_left(Decimal("0.0002"), "$0.01 budget") == "$0.0002 of the $0.01 budget is left"

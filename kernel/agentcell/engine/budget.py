@@ -120,15 +120,15 @@ async def fit_request(
     )
     budget, ceiling = log.budget, SPEND_CEILING.get()
     if ceiling is not None and (budget is None or ceiling.room() <= room):
+        cap = f"run's {format_usd(ceiling.cap)}"
         raise BudgetExhaustedError(
-            f"the workflow run's budget cannot cover the next request: {cost}, and {format_usd(room)} of the "
-            f"run's {format_usd(ceiling.cap)} is left. Raise the run's budget (the plan's budget, or "
-            "run_workflow(budget=...)) or lower the model's max_tokens."
+            f"the workflow run's budget cannot cover the next request: {cost}, and {_what_is_left(room, cap)}. "
+            "Raise the run's budget (the plan's budget, or run_workflow(budget=...)) or lower the model's max_tokens."
         )
     assert budget is not None
     raise BudgetExhaustedError(
-        f"the budget cannot cover the next request: {cost}, and {format_usd(room)} of the "
-        f"{format_usd(budget.max_list_cost)} budget is left. "
+        f"the budget cannot cover the next request: {cost}, and "
+        f"{_what_is_left(room, f'{format_usd(budget.max_list_cost)} budget')}. "
         "Raise the budget (%budget in a notebook, session.update(budget=...)) or lower the model's max_tokens."
     )
 
@@ -145,3 +145,10 @@ def _most_output(pricing: Pricing, input_tokens: int, max_tokens: int, billing: 
         else:
             high = middle - 1
     return low
+
+
+def _what_is_left(room: Decimal, of: str) -> str:
+    """``$0.0001 of the $0.01 budget is left``; overspent (a request cost more than its worst case was
+    thought to, or the budget was lowered), ``nothing is left of the $0.01 budget``."""
+    left = format_usd(room)
+    return f"{left} of the {of} is left" if room > 0 and left != "$0" else f"nothing is left of the {of}"

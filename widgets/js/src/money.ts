@@ -20,7 +20,8 @@ export function parseMoney(value: unknown): bigint {
   return sign === "-" ? -units : units;
 }
 
-/** The kernel's `format_usd`: "$0", six decimals under a cent, four above, trailing zeros dropped. */
+/** The kernel's `format_usd`: "$0", six decimals under a cent, four above, trailing zeros dropped, "-$" below zero
+ * (tests/fixtures/usd_formats.json holds both to the same table). */
 export function formatUsd(units: bigint): string {
   if (units === 0n) return "$0";
   const negative = units < 0n;
@@ -36,6 +37,7 @@ export function formatUsd(units: bigint): string {
   const text = quotient.toString().padStart(places + 1, "0");
   const whole = text.slice(0, text.length - places);
   const frac = text.slice(text.length - places).replace(/0+$/, "");
+  if (quotient === 0n) return "$0"; // what rounds to nothing has no sign
   const body = frac ? `${whole}.${frac}` : whole;
   return `${negative ? "-" : ""}$${body}`;
 }
