@@ -22,7 +22,8 @@ from agentcell import Engine
 
 from .conftest import execute, external_agent_kernel, running_kernel, write_script
 
-pytestmark = pytest.mark.slow
+# Longer than any one wait below, so a wait that runs out says what the kernel published (TurnDriver.until).
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 
 def _bash(command: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,8 @@ class TurnDriver:
     messages: list[dict[str, Any]] = field(default_factory=list)
     comm_id: str | None = None
     subshell_id: str | None = None
+    seen: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=50))
+    """IOPub's latest messages, whoever's: what a wait that ran out reports."""
 
     def execute(self, code: str, *, cell_id: str | None = None) -> None:
         """Run ``code``; with ``cell_id`` as JupyterLab runs a notebook cell (``cellId`` in the metadata)."""
@@ -49,7 +52,11 @@ class TurnDriver:
                 return msg
         deadline = time.monotonic() + timeout
         while True:
-            msg = self.kc.get_iopub_msg(timeout=max(0.05, deadline - time.monotonic()))
+            try:
+                msg = self.kc.get_iopub_msg(timeout=max(0.05, deadline - time.monotonic()))
+            except Empty:
+                raise Empty(self._what_was_seen(timeout)) from None
+            self.seen.append(msg)
             # The widget's own messages count whatever their parent: a reply to a hello is parented to it.
             ours = msg["msg_type"] == "comm_msg" and msg["content"].get("comm_id") == self.comm_id
             if msg["parent_header"].get("msg_id") != self.msg_id and not ours:
@@ -60,6 +67,17 @@ class TurnDriver:
                 self.comm_id = msg["content"]["comm_id"]
             if predicate(msg):
                 return msg
+
+    def _what_was_seen(self, timeout: float) -> str:
+        """Why a wait ran out, for the failure's message: is the kernel alive, and what did IOPub carry last
+        (this cell's and everyone else's messages), so a hang says where it stopped."""
+        lines = [f"nothing awaited came in {timeout:g}s; kernel alive: {self.kc.is_alive()}; IOPub's last messages:"]
+        for msg in list(self.seen)[-25:]:
+            parent = msg["parent_header"]
+            whose = "this cell" if parent.get("msg_id") == self.msg_id else parent.get("msg_type", "no parent")
+            detail = msg["content"].get("execution_state") or msg["content"].get("comm_id", "")
+            lines.append(f"  {msg['msg_type']} ({whose}) {detail}")
+        return "\n".join(lines)
 
     def announce(self, start: int = 1, tries: int = 3) -> dict[str, Any]:
         """Say hello as the widget's view does, again if the turn does not go live (as the view does: the
