@@ -75,7 +75,9 @@ def test_magics_answer_and_mistakes_are_one_line(kernel_env: dict[str, str], tmp
         assert "model: scripted (agent v3)" in execute(kc, "%model scripted max_tokens=64").stdout
         assert "v3 of 3" in execute(kc, "%agent").stdout
         assert "tools disabled: bash" in execute(kc, "%tools disable bash").stdout
-        assert "bash  (disabled)" in execute(kc, "%tools").stdout
+        listed = execute(kc, "%tools").stdout
+        assert "bash  (disabled)" in listed
+        assert "  notebook_edit  (not under read-only" in listed  # a turn's tool, listed though the agent has none
         assert "| `%usage` |" in execute(kc, "%help").displays[0]["text/markdown"]
         assert "did you mean %model?" in execute(kc, "%modle scripted").stderr
         run = execute(kc, "%%system\nYou are a careful analyst.\nCite your sources.")
@@ -94,6 +96,12 @@ def test_magics_answer_and_mistakes_are_one_line(kernel_env: dict[str, str], tmp
             assert failed.status == "error", bad
             assert message in failed.stderr, (bad, failed.stderr)
             assert "Traceback" not in failed.stderr and failed.stderr.count("\n") == 1
+        execute(kc, "%permissions workspace-write")
+        assert "✓ notebook_edit  (proposes cells" in execute(kc, "%tools").stdout
+        execute(kc, "%config AgentCell.propose_cells = False")
+        assert "  notebook_edit  (off: `%config AgentCell.propose_cells = True`" in execute(kc, "%tools").stdout
+        refused = execute(kc, "%tools enable notebook_edit")
+        assert "notebook_edit follows `%config AgentCell.propose_cells = True`" in refused.stderr
         usage = execute(kc, "%usage")
         assert "input tokens" in usage.displays[0]["text/markdown"]
         assert "list cost" in usage.displays[0]["text/plain"] and "object>" not in usage.displays[0]["text/plain"]

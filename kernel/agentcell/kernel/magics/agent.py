@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from IPython.core.error import UsageError
 from IPython.core.magic import line_cell_magic, line_magic, magics_class
 
+from ...engine.cell_proposals import NOTEBOOK_EDIT_TOOL
 from ...errors import AgentCellError
 from ._base import MagicGroup
 from .external_agent import EXTERNAL_HELP, describe, external_agent, local_agent
@@ -182,6 +183,7 @@ class AgentMagics(MagicGroup):
                     print(f"{'  ' if off else '✓ '}{name}{'  (disabled)' if off else ''}")
                 for custom in agent.custom_tools:
                     print(f"✓ {custom.name}  (answered by the client)")
+                print(self._proposal_tool_line(session.record.permissions))
                 return
             action, names = args[0], args[1:]
             if action == "force" and names:
@@ -195,6 +197,9 @@ class AgentMagics(MagicGroup):
                 raise UsageError(
                     "%tools: use `%tools list`, `%tools enable NAME…`, `%tools disable NAME…` or `%tools force NAME…`"
                 )
+            if NOTEBOOK_EDIT_TOOL in names:  # a turn's own tool, not the agent's: the notebook's setting decides
+                state = "False" if action == "disable" else "True"
+                raise UsageError(f"%tools: {NOTEBOOK_EDIT_TOOL} follows `%config AgentCell.propose_cells = {state}`")
             unknown = sorted(set(names) - set(available))
             if unknown:
                 raise UsageError(f"%tools: unknown tool {', '.join(unknown)}; available: {', '.join(available)}")
@@ -206,6 +211,14 @@ class AgentMagics(MagicGroup):
             print(f"tools {action}d: {', '.join(names)} (agent v{updated.version})")
         except AgentCellError as exc:
             raise self._fail(exc) from None
+
+    def _proposal_tool_line(self, preset: str) -> str:
+        """``%tools``' line for ``notebook_edit``: offered with each prose turn, not kept in the agent."""
+        if preset == "read-only":
+            return f"  {NOTEBOOK_EDIT_TOOL}  (not under read-only: proposing cells changes the notebook)"
+        if not self.host.config.propose_cells:
+            return f"  {NOTEBOOK_EDIT_TOOL}  (off: `%config AgentCell.propose_cells = True` turns it on)"
+        return f"✓ {NOTEBOOK_EDIT_TOOL}  (proposes cells you accept or reject; `%fix` offers it whatever the setting)"
 
     @line_magic
     def permissions(self, line: str) -> None:
