@@ -94,7 +94,7 @@ def test_a_normal_end_says_done_and_an_unusual_end_says_what_it_was(page: Page, 
     cut = {"steps": [{"kind": "text", "text": "A long answer that the limit cut"}], "stop_reason": "max_tokens"}
     responses = [{"steps": [{"kind": "text", "text": "Hello."}]}, cut, {"steps": [], "stop_reason": "refusal"}]
     model = script(lab, f"ends-{app}", responses, pricing={"input_mtok": 3, "output_mtok": 15})
-    # Three turns spend about $0.0099: a budget of $0.01 cannot cover the fourth's request.
+    # Three turns spend about $0.0125: a budget of $0.01 set after them is overspent before the fourth's request.
     cells = [model, "Say hello.", "Say a lot.", "Say something you will not.", "%budget 0.01", "Go on."]
     _start(page, lab, f"ends-{app}", cells, app)
     for index in range(1, 6):
@@ -117,6 +117,10 @@ def test_a_normal_end_says_done_and_an_unusual_end_says_what_it_was(page: Page, 
     expect(turn(page, 2).locator(".ac-error-block")).to_contain_text("the answer was cut off at max_tokens")
     expect(turn(page, 2).locator(".ac-message")).to_have_text("A long answer that the limit cut")
     expect(turn(page, 3).locator(".ac-error-block")).to_contain_text("the model declined to answer")
+    # Overspent reads as nothing left, in the error and in the footer alike (not a negative amount).
+    expect(turn(page, 5).locator(".ac-error-block")).to_contain_text("nothing is left of the $0.01 budget")
+    expect(turn(page, 5)).to_contain_text("budget $0.01: $0 left")
+    assert "-$" not in turn(page, 5).inner_text() and "$-" not in turn(page, 5).inner_text()
     screenshot(page, f"turn-ends-{app}")
 
 
