@@ -13,7 +13,6 @@ from typing import Any, ClassVar
 from IPython.core.error import UsageError
 from IPython.core.magic import line_cell_magic, line_magic, magics_class
 
-from ...engine.cell_proposals import NOTEBOOK_EDIT_TOOL
 from ...errors import AgentCellError
 from ._base import MagicGroup
 from .external_agent import EXTERNAL_HELP, describe, external_agent, local_agent
@@ -197,6 +196,8 @@ class AgentMagics(MagicGroup):
                 raise UsageError(
                     "%tools: use `%tools list`, `%tools enable NAME…`, `%tools disable NAME…` or `%tools force NAME…`"
                 )
+            from ...engine.cell_proposals import NOTEBOOK_EDIT_TOOL
+
             if NOTEBOOK_EDIT_TOOL in names:  # a turn's own tool, not the agent's: the notebook's setting decides
                 state = "False" if action == "disable" else "True"
                 raise UsageError(f"%tools: {NOTEBOOK_EDIT_TOOL} follows `%config AgentCell.propose_cells = {state}`")
@@ -214,6 +215,8 @@ class AgentMagics(MagicGroup):
 
     def _proposal_tool_line(self, preset: str) -> str:
         """``%tools``' line for ``notebook_edit``: offered with each prose turn, not kept in the agent."""
+        from ...engine.cell_proposals import NOTEBOOK_EDIT_TOOL
+
         if preset == "read-only":
             return f"  {NOTEBOOK_EDIT_TOOL}  (not under read-only: proposing cells changes the notebook)"
         if not self.host.config.propose_cells:
