@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from jupyter_client.blocking.client import BlockingKernelClient
-from jupyter_client.manager import KernelManager, start_new_kernel
+from jupyter_client.manager import KernelManager
 
 from agentcell import StreamItem, TurnResult
 from agentcell.kernel.host import AgentCell, NotebookAgent
@@ -100,7 +100,9 @@ def execute(kc: BlockingKernelClient, code: str, *, timeout: float = 30, cell_id
 def running_kernel(
     env: dict[str, str], *, kernel_name: str = "agentcell", cwd: Path | None = None
 ) -> Iterator[tuple[KernelManager, BlockingKernelClient]]:
-    km, kc = start_new_kernel(kernel_name=kernel_name, env=env, cwd=str(cwd) if cwd else None, startup_timeout=60)
+    from ..widgets.conftest import start_kernel
+
+    km, kc = start_kernel(kernel_name=kernel_name, env=env, cwd=str(cwd) if cwd else None, startup_timeout=60)
     try:
         yield km, kc
     finally:
@@ -112,9 +114,9 @@ def running_kernel(
 def external_agent_kernel(env: dict[str, str], cwd: Path, agent: str) -> Iterator[Any]:
     """A real kernel in ``cwd`` whose notebook said ``%agent acp AGENT``, driven by a client that plays the
     turn widget's browser side (``widgets/conftest.py``'s ``TurnDriver``), so approvals can be answered."""
-    from ..widgets.conftest import TurnDriver
+    from ..widgets.conftest import TurnDriver, start_kernel
 
-    km, kc = start_new_kernel(kernel_name="agentcell", env=env, cwd=str(cwd), startup_timeout=60)
+    km, kc = start_kernel(kernel_name="agentcell", env=env, cwd=str(cwd), startup_timeout=60)
     try:
         driver = TurnDriver(kc)
         # The widget's messages go over a subshell, as JupyterLab sends them: ipykernel 7.3 queues a comm

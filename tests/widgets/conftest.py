@@ -21,6 +21,19 @@ TURN_MIMETYPE = "application/vnd.agentcell.turn+json"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
+def start_kernel(**options: Any) -> tuple[KernelManager, BlockingKernelClient]:
+    """``start_new_kernel(**options)``, once more if the kernel died before answering: a port jupyter_client
+    found free can be taken by another process before the kernel binds it (jupyter_client#487, "Address
+    already in use"), which two test workers starting kernels side by side sometimes meet. A kernel that
+    dies for another reason dies again and fails the test."""
+    try:
+        return start_new_kernel(**options)
+    except RuntimeError as exc:
+        if "Kernel died before replying to kernel_info" not in str(exc):
+            raise
+        return start_new_kernel(**options)
+
+
 @dataclass
 class TurnDriver:
     """Runs one cell and collects what the kernel published for it."""
@@ -204,7 +217,7 @@ def driver_for(kernel_env: dict[str, str]) -> Iterator[Callable[[str], TurnDrive
 
     def start(model: str) -> TurnDriver:
         env = {**kernel_env, "AGENTCELL_MODEL": model}
-        km, kc = start_new_kernel(kernel_name="agentcell", env=env, startup_timeout=60)
+        km, kc = start_kernel(kernel_name="agentcell", env=env, startup_timeout=60)
         started.append((km, kc))
         return TurnDriver(kc)
 
