@@ -120,7 +120,8 @@ READS = {
     "ssh-listing": "ls -a ~/.ssh; grep -r . ~/.ssh",
     "environment": "env",
     "proc-environ": "cat /proc/{pid}/environ | tr '\\0' '\\n'",
-    "proc-all-environs": "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n'",
+    # Filtered as someone after keys would: unfiltered, a busy machine's environments outgrow the tool's output.
+    "proc-all-environs": "cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -a -e canary -e sk-ant",
 }
 NETWORK = {
     "loopback-tcp": "exec 3<>/dev/tcp/127.0.0.1/{port} && cat <&3",
